@@ -1,0 +1,3 @@
+"""kafka-zk-audit: governance audits of the metadata Kafka keeps in ZooKeeper."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Set up everything kafka-zk-audit needs, from a fresh machine: system packages, then .venv/ in the
+# repo with the pinned set from constraints.txt, full pyspark installed last (see README, "Set-up").
+# Re-running is cheap: the venv is rebuilt only when setup.cfg or constraints.txt change.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install_system.sh
+PY=${PYTHON:-python3.11}
+command -v "$PY" >/dev/null 2>&1 || PY=python3
+stamp=.venv/.kafka-zk-audit-installed
+want=$(cat setup.cfg constraints.txt | sha256sum | cut -d' ' -f1)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  exit 0
+fi
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+echo "installing Python packages into .venv (first time takes a few minutes)"
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -c constraints.txt -e ".[test]"
+# pyspark-client (pulled in by the Spark provider) writes into the same pyspark/ package:
+# put the full pyspark back on top of it so in-process Spark (the GX gate) runs one version.
+.venv/bin/python -m pip install -q --force-reinstall --no-deps -c constraints.txt pyspark
+.venv/bin/python -c "import pyspark, sys; v = pyspark.__version__; sys.exit(0 if v == '4.3.0' else f'pyspark {v} != 4.3.0')"
+echo "$want" > "$stamp"
