@@ -19,7 +19,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-I, L, S, B = IntegerType(), LongType(), StringType(), BooleanType()
+I, L, S, B = IntegerType(), LongType(), StringType(), BooleanType()  # noqa: E741
 INTS = ArrayType(IntegerType())
 
 

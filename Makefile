@@ -1,0 +1,32 @@
+# kafka-zk-audit: `make demo` and `make test` do all set-up on a fresh machine.
+VENV := .venv
+PY := $(VENV)/bin/python
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export GX_ANALYTICS_ENABLED := false
+export SPARK_LOCAL_IP := 127.0.0.1
+
+.PHONY: setup demo test lint unit bench suites clean
+
+setup:
+	@bash scripts/setup.sh
+
+demo: setup
+	@bash scripts/demo.sh
+
+test: setup lint
+	$(PY) -m pytest -ra --durations=15
+
+unit: setup
+	$(PY) -m pytest -ra -m "not dag"
+
+lint: setup
+	$(VENV)/bin/ruff check .
+
+bench: setup
+	$(PY) bench/bench_snapshot.py
+
+suites: setup
+	$(PY) scripts/generate_suites.py
+
+clean:
+	rm -rf warehouse .zookeeper .airflow

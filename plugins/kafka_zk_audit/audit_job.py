@@ -1,0 +1,103 @@
+"""The Spark job: snapshot → normalized tables → checks → findings (with history) → audit tables.
+
+One application does it all, because Spark's fixed costs dominate at Kafka-tree sizes. It reads
+``<warehouse>/snapshots/snapshot_id=<id>/`` (refusing a snapshot without its manifest), writes
+every normalized table, the audit tables (``audit_<entity>``) and the findings, the findings last:
+their ``_SUCCESS`` marks the snapshot as audited, i.e. a baseline for the next run's history
+checks. It also writes ``runs/<id>/audit.json`` (counts, baseline, new/resolved) for the summary.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import datetime
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from kafka_zk_audit.audit_tables import build_audit_tables
+from kafka_zk_audit.catalogue import CHECK_IDS
+from kafka_zk_audit.checks import run_checks
+from kafka_zk_audit.config import load_config
+from kafka_zk_audit.findings import finalize_findings
+from kafka_zk_audit.normalize import normalize
+from kafka_zk_audit.schemas import FINDINGS, SNAPSHOT, TABLES
+from kafka_zk_audit.snapshot import read_manifest
+from kafka_zk_audit.warehouse import Warehouse
+
+log = logging.getLogger(__name__)
+
+# Tables the history checks compare with the previous audited snapshot.
+HISTORY_TABLES = ("partitions", "controller_epoch", "consumer_offsets", "topics")
+
+
+def audit_table_name(entity: str) -> str:
+    return f"audit_{entity}"
+
+
+def _read_table(spark: SparkSession, warehouse: Warehouse, table: str, snapshot_id: str) -> DataFrame:
+    return spark.read.schema(TABLES[table]).parquet(warehouse.table_dir(table, snapshot_id))
+
+
+def load_previous(
+    spark: SparkSession, warehouse: Warehouse, snapshot_id: str
+) -> tuple[str | None, dict, DataFrame | None]:
+    """The previous audited snapshot's id, its history tables and its findings (or None, {}, None)."""
+    previous_id = warehouse.previous_audited(snapshot_id)
+    if previous_id is None:
+        return None, {}, None
+    tables = {name: _read_table(spark, warehouse, name, previous_id) for name in HISTORY_TABLES}
+    findings = spark.read.schema(FINDINGS).parquet(warehouse.findings_dir(previous_id))
+    return previous_id, tables, findings
+
+
+def run_audit(spark: SparkSession, warehouse: Warehouse, snapshot_id: str, config_path: str | None) -> dict[str, Any]:
+    """Audit one snapshot; returns the figures written to ``runs/<id>/audit.json``."""
+    started = time.monotonic()
+    manifest = read_manifest(warehouse, snapshot_id)
+    cfg = load_config(config_path)
+    now_ms = int(datetime.fromisoformat(manifest["started_at"]).timestamp() * 1000)
+
+    snapshot = spark.read.schema(SNAPSHOT).parquet(warehouse.snapshot_dir(snapshot_id))
+    tables = {name: df.cache() for name, df in normalize(snapshot).items()}
+    previous_id, previous_tables, previous_findings = load_previous(spark, warehouse, snapshot_id)
+    log.info("auditing snapshot %s (%s znodes); baseline: %s", snapshot_id, manifest["znodes"],
+             previous_id or "none (first snapshot)")
+
+    row_counts: dict[str, int] = {}
+    for name, df in tables.items():
+        df.write.mode("overwrite").parquet(warehouse.table_dir(name, snapshot_id))
+        row_counts[name] = spark.read.parquet(warehouse.table_dir(name, snapshot_id)).count()
+    log.info("normalized tables written: %s", ", ".join(f"{k}={v}" for k, v in row_counts.items()))
+
+    raw = run_checks(tables, previous_tables or None, cfg, now_ms)
+    findings, stats = finalize_findings(raw, snapshot_id, previous_findings, cfg)
+    findings = findings.cache()
+
+    for entity, df in build_audit_tables(tables, findings).items():
+        df.write.mode("overwrite").parquet(warehouse.table_dir(audit_table_name(entity), snapshot_id))
+
+    findings.coalesce(1).write.mode("overwrite").parquet(warehouse.findings_dir(snapshot_id))
+    counts = {row["check_id"]: row["n"] for row in findings.groupBy("check_id").agg(F.count("*").alias("n")).collect()}
+    by_severity = {
+        row["severity"]: row["n"] for row in findings.groupBy("severity").agg(F.count("*").alias("n")).collect()
+    }
+    result = {
+        "snapshot_id": snapshot_id,
+        "baseline_snapshot_id": previous_id,
+        "checks": {check_id: int(counts.get(check_id, 0)) for check_id in CHECK_IDS},
+        "severities": by_severity,
+        "findings": int(sum(counts.values())),
+        "new_findings": int(stats["new"]),
+        "resolved_findings": int(stats["resolved"]),
+        "suppressed_findings": int(stats.get("suppressed", 0)),
+        "table_rows": row_counts,
+        "seconds": round(time.monotonic() - started, 1),
+    }
+    warehouse.write_json(f"{warehouse.run_dir(snapshot_id)}/audit.json", result)
+    log.info("findings: %d (%d new, %d resolved) in %.1fs; per check: %s", result["findings"],
+             result["new_findings"], result["resolved_findings"], result["seconds"],
+             {k: v for k, v in result["checks"].items() if v})
+    return result

@@ -1,0 +1,1 @@
+"""Airflow operators of kafka-zk-audit: thin layers over the library modules."""

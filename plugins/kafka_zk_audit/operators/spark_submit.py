@@ -1,0 +1,22 @@
+"""SparkSubmitOperator whose connection id may come from a DAG param (``{{ params.spark_conn_id }}``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+
+class AuditSparkSubmitOperator(SparkSubmitOperator):
+    """The provider's operator, with ``spark_conn_id`` templated."""
+
+    template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "spark_conn_id")
+
+    def __init__(self, *, spark_conn_id: str = "spark_default", **kwargs: Any) -> None:
+        super().__init__(conn_id=spark_conn_id, **kwargs)
+        self.spark_conn_id = spark_conn_id
+
+    def execute(self, context: Any) -> None:
+        self._conn_id = self.spark_conn_id
+        return super().execute(context)

@@ -1,0 +1,1 @@
+"""ZooKeeper access: the Airflow-free connection settings and the multiRead request."""
