@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pyarrow.parquet as pq
 import pytest
+from kazoo.client import KazooClient
+from kazoo.security import make_digest_acl
+
 from kafka_zk_audit.snapshot import SnapshotOptions, TreeWalker, read_manifest, write_snapshot
 from kafka_zk_audit.warehouse import Warehouse, new_snapshot_id
 from kafka_zk_audit.zk.settings import ZkSettings
 from kafka_zk_audit.zkserver import four_letter_word
-from kazoo.client import KazooClient
-from kazoo.security import make_digest_acl
 
 pytestmark = pytest.mark.zk
 

@@ -1,6 +1,7 @@
 """The DAG ``kafka_zk_audit``: snapshot → Spark audit → GX gate → summary.
 
     snapshot (kazoo) ──▶ audit (spark-submit) ──▶ gate (Great Expectations) ──▶ summary
+                                                    └─ on failure: e-mail + webhook alert
 
 ``dags/kafka_zk_audit.py`` builds it with :func:`build_dag`. Params (all optional) follow the
 contract: ``zk_conn_id``, ``spark_conn_id``, ``warehouse``, ``audit_config``; ``run_label`` is
@@ -15,6 +16,7 @@ from pathlib import Path
 from airflow.sdk import DAG, Param, task
 from airflow.sdk.exceptions import AirflowFailException
 
+from kafka_zk_audit.notifiers import AuditAlertNotifier
 from kafka_zk_audit.operators.gate import AuditGateOperator
 from kafka_zk_audit.operators.snapshot import ZooKeeperSnapshotOperator
 from kafka_zk_audit.operators.spark_submit import AuditSparkSubmitOperator
@@ -80,6 +82,9 @@ def build_dag() -> DAG:
             warehouse=WAREHOUSE,
             snapshot_id=SNAPSHOT_ID,
             audit_config="{{ params.audit_config or '' }}",
+            on_failure_callback=AuditAlertNotifier(
+                warehouse=WAREHOUSE, snapshot_id=SNAPSHOT_ID, audit_config="{{ params.audit_config or '' }}"
+            ),
         )
 
         @task(task_id="summary", trigger_rule="all_done")
