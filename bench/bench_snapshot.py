@@ -23,9 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from kazoo.client import KazooClient
+
 from kafka_zk_audit.simulator import ClusterSpec, Simulator
 from kafka_zk_audit.zkserver import ZooKeeperServer, free_port
-from kazoo.client import KazooClient
 
 CHILD = r"""
 import json, resource, sys, time

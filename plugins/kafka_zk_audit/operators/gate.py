@@ -59,7 +59,7 @@ class AuditGateOperator(GXValidateCheckpointOperator):
         except GXValidationFailed:
             pass  # the verdict below decides, by severity
         result = context["ti"].xcom_pull(task_ids=self.task_id, key="return_value") or {}
-        gating = set(cfg.gating_severities)
+        gating = set(cfg.gate.gating_severities)
         failed = []
         for validation in result.get("validation_results", []):
             for expectation in validation.get("expectations", []):
