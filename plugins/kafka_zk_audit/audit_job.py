@@ -16,12 +16,14 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, MapType, StructType
 
 from kafka_zk_audit.audit_tables import build_audit_tables
 from kafka_zk_audit.catalogue import CHECK_IDS
 from kafka_zk_audit.checks import run_checks
 from kafka_zk_audit.config import load_config
 from kafka_zk_audit.findings import finalize_findings
+from kafka_zk_audit.gate import INDEX_COLUMNS
 from kafka_zk_audit.normalize import normalize
 from kafka_zk_audit.schemas import FINDINGS, SNAPSHOT, TABLES
 from kafka_zk_audit.snapshot import read_manifest
@@ -35,6 +37,29 @@ HISTORY_TABLES = ("partitions", "controller_epoch", "consumer_offsets", "topics"
 
 def audit_table_name(entity: str) -> str:
     return f"audit_{entity}"
+
+
+IDENTITY_TYPES = {"topic": "string", "partition": "int", "group_id": "string", "broker_id": "int", "path": "string"}
+
+
+def conform_for_gate(audit: DataFrame) -> DataFrame:
+    """Give an audit table the gate's index columns: identity columns (typed nulls where absent) and
+    ``evidence``, the other non-flag columns as ``name value`` text, e.g. ``leader 3 · isr [1,2]``."""
+    flags = set(CHECK_IDS)
+    evidence_parts = []
+    for field in audit.schema.fields:
+        if field.name in flags or field.name in IDENTITY_TYPES:
+            continue
+        value = F.col(field.name)
+        if isinstance(field.dataType, ArrayType | MapType | StructType):
+            value = F.to_json(value)
+        evidence_parts.append(F.when(value.isNotNull(), F.concat(F.lit(field.name + " "), value.cast("string"))))
+    for name, dtype in IDENTITY_TYPES.items():
+        if name not in audit.columns:
+            audit = audit.withColumn(name, F.lit(None).cast(dtype))
+    evidence = F.concat_ws(" · ", *evidence_parts) if evidence_parts else F.lit(None).cast("string")
+    rest = [c for c in audit.columns if c not in IDENTITY_TYPES]
+    return audit.withColumn("evidence", evidence).select(*INDEX_COLUMNS, *[c for c in rest if c != "evidence"])
 
 
 def _read_table(spark: SparkSession, warehouse: Warehouse, table: str, snapshot_id: str) -> DataFrame:
@@ -61,7 +86,7 @@ def run_audit(spark: SparkSession, warehouse: Warehouse, snapshot_id: str, confi
     now_ms = int(datetime.fromisoformat(manifest["started_at"]).timestamp() * 1000)
 
     snapshot = spark.read.schema(SNAPSHOT).parquet(warehouse.snapshot_dir(snapshot_id))
-    tables = {name: df.cache() for name, df in normalize(snapshot).items()}
+    tables = normalize(snapshot)
     previous_id, previous_tables, previous_findings = load_previous(spark, warehouse, snapshot_id)
     log.info("auditing snapshot %s (%s znodes); baseline: %s", snapshot_id, manifest["znodes"],
              previous_id or "none (first snapshot)")
@@ -69,7 +94,7 @@ def run_audit(spark: SparkSession, warehouse: Warehouse, snapshot_id: str, confi
     row_counts: dict[str, int] = {}
     for name, df in tables.items():
         df.write.mode("overwrite").parquet(warehouse.table_dir(name, snapshot_id))
-        row_counts[name] = spark.read.parquet(warehouse.table_dir(name, snapshot_id)).count()
+        row_counts[name] = df.count()
     log.info("normalized tables written: %s", ", ".join(f"{k}={v}" for k, v in row_counts.items()))
 
     raw = run_checks(tables, previous_tables or None, cfg, now_ms)
@@ -77,7 +102,7 @@ def run_audit(spark: SparkSession, warehouse: Warehouse, snapshot_id: str, confi
     findings = findings.cache()
 
     for entity, df in build_audit_tables(tables, findings).items():
-        df.write.mode("overwrite").parquet(warehouse.table_dir(audit_table_name(entity), snapshot_id))
+        conform_for_gate(df).write.mode("overwrite").parquet(warehouse.table_dir(audit_table_name(entity), snapshot_id))
 
     findings.coalesce(1).write.mode("overwrite").parquet(warehouse.findings_dir(snapshot_id))
     counts = {row["check_id"]: row["n"] for row in findings.groupBy("check_id").agg(F.count("*").alias("n")).collect()}
@@ -97,6 +122,8 @@ def run_audit(spark: SparkSession, warehouse: Warehouse, snapshot_id: str, confi
         "seconds": round(time.monotonic() - started, 1),
     }
     warehouse.write_json(f"{warehouse.run_dir(snapshot_id)}/audit.json", result)
+    findings.unpersist()
+    tables.release()
     log.info("findings: %d (%d new, %d resolved) in %.1fs; per check: %s", result["findings"],
              result["new_findings"], result["resolved_findings"], result["seconds"],
              {k: v for k, v in result["checks"].items() if v})

@@ -1,0 +1,199 @@
+"""Helpers the family modules share: origin columns, reasons, JSON parsing and splitting bad rows off."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    DataType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+ORIGIN = ("path", "mzxid", "ctime")
+REASON = "reason"
+JSON = "_json"
+LOOSE = "_loose"
+CORRUPT = "_corrupt_record"
+# Kafka parses with Jackson defaults: no single quotes, no comments. Spark would allow single quotes.
+JSON_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT, "allowSingleQuotes": "false"}
+DECIMAL_INT = "^-?[0-9]+\\z"  # \z: "$" would also match before a final newline
+# ASCII control characters other than tab, newline and carriage return: data that is not text.
+CONTROL_CHARS = "[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f]"
+
+
+@dataclass(frozen=True)
+class JsonSpec:
+    """The fields a kind's JSON may carry, typed as Kafka writes them, and the ones it must carry."""
+
+    fields: StructType
+    required: tuple[str, ...] = ()
+
+    @property
+    def typed(self) -> StructType:
+        return StructType([*self.fields.fields, StructField(CORRUPT, StringType())])
+
+    @property
+    def loose(self) -> StructType:
+        """Same field names, every value read as text: parses whenever the JSON object does."""
+        names = [f.name for f in self.fields.fields] + [CORRUPT]
+        return StructType([StructField(name, StringType()) for name in names])
+
+
+def spec(*fields: tuple[str, DataType], required: Sequence[str] = ()) -> JsonSpec:
+    return JsonSpec(StructType([StructField(name, dtype) for name, dtype in fields]), tuple(required))
+
+
+def origin() -> list[str]:
+    return list(ORIGIN)
+
+
+def name_part(pattern: str, group: int = 1) -> Column:
+    """A part of the path captured by a kinds.py pattern."""
+    return F.regexp_extract(F.col("path"), pattern, group)
+
+
+def to_int(text: Column) -> Column:
+    """An optional-minus decimal integer as int, else null (no whitespace, no overflow)."""
+    return F.when(text.rlike(DECIMAL_INT), text.try_cast("int"))
+
+
+def to_long(text: Column) -> Column:
+    """An optional-minus decimal integer as long, else null (no whitespace, no overflow)."""
+    return F.when(text.rlike(DECIMAL_INT), text.try_cast("long"))
+
+
+def lenient_long(text: Column) -> Column:
+    """Values Kafka never reads (timestamps): a decimal string or number as long, anything else null."""
+    return F.trim(text).try_cast("long")
+
+
+def seq_of_path() -> Column:
+    """The 10-digit suffix of a sequential znode's name, as long."""
+    return F.regexp_extract(F.col("path"), "([0-9]{10})$", 1).try_cast("long")
+
+
+def only_when(condition: Column, checks: Iterable[Column]) -> list[Column]:
+    """The checks, applied only to rows where ``condition`` holds."""
+    return [F.when(condition, check) for check in checks]
+
+
+def first_reason(checks: Iterable[Column]) -> Column:
+    """The first non-null reason of the ordered checks, or null when every check passes."""
+    checks = list(checks)
+    return checks[0] if len(checks) == 1 else F.coalesce(*checks)
+
+
+def text_reason(data_required: bool = True) -> Column:
+    """Reason for data that is not text at all (and, when required, for absent data)."""
+    no_data = "WHEN text IS NULL OR text = '' THEN 'no data'" if data_required else ""
+    binary = f"WHEN text RLIKE r'{CONTROL_CHARS}' THEN 'binary data'"
+    return F.expr(f"CASE WHEN bad_utf8 THEN 'not UTF-8' {binary} {no_data} END")
+
+
+def with_json(rows: DataFrame, json_spec: JsonSpec, retry_backslashes: bool = False) -> DataFrame:
+    """Add the typed parse ``_json`` and, for rows it rejects, the all-text parse ``_loose``.
+
+    With ``retry_backslashes`` a rejected document is parsed again with every backslash doubled, as
+    Kafka's own reader does for JSON written before 1.0.1 (unescaped backslashes in ACL principals
+    and wildcard subscriptions).
+    """
+    text = F.col("text")
+    parsed = rows.withColumn(JSON, F.from_json(text, json_spec.typed, JSON_OPTIONS))
+    if retry_backslashes:
+        doubled = F.regexp_replace(text, r"\\", r"\\\\")
+        retry = F.when(
+            F.col(f"{JSON}.{CORRUPT}").isNotNull() & text.contains("\\"),
+            F.from_json(doubled, json_spec.typed, JSON_OPTIONS),
+        )
+        parsed = parsed.withColumn(JSON, F.coalesce(retry, F.col(JSON)))
+    rejected = F.col(JSON).isNull() | F.col(f"{JSON}.{CORRUPT}").isNotNull()
+    return parsed.withColumn(LOOSE, F.when(rejected, F.from_json(text, json_spec.loose, JSON_OPTIONS)))
+
+
+def field_of(name: str) -> Column:
+    """A field of the typed parse."""
+    return F.col(f"{JSON}.`{name}`")
+
+
+_PLURAL = {IntegerType: "integers", LongType: "integers", StringType: "strings"}
+
+
+def _plural(dtype: DataType) -> str:
+    if isinstance(dtype, ArrayType):
+        element = _PLURAL.get(type(dtype.elementType), "")
+        return f"{element[:-1]} lists".lstrip()
+    return _PLURAL.get(type(dtype), "objects")
+
+
+def describe(dtype: DataType) -> str:
+    """How a reason names the JSON type a field should have, e.g. ``a list of integers``."""
+    if isinstance(dtype, (IntegerType, LongType)):
+        return "an integer"
+    if isinstance(dtype, StringType):
+        return "a string"
+    if isinstance(dtype, ArrayType):
+        return f"a list of {_plural(dtype.elementType)}"
+    if isinstance(dtype, MapType) and not isinstance(dtype.valueType, StringType):
+        return f"an object of {_plural(dtype.valueType)}"
+    return "an object"
+
+
+def _sql_field(struct: str, name: str) -> str:
+    return f"{struct}.`{name}`"
+
+
+def json_reason(json_spec: JsonSpec) -> Column:
+    """The reason from a ``with_json`` parse: syntax, shape, field types, then required fields.
+
+    Built as one SQL expression from the spec (one call into Spark instead of dozens).
+    """
+    cases = [
+        f"CASE WHEN {JSON} IS NULL OR {LOOSE}.{CORRUPT} IS NOT NULL THEN"
+        " CASE WHEN try_parse_json(text) IS NOT NULL AND NOT ltrim(text) LIKE '{%' THEN 'not a JSON object'"
+        " ELSE 'not valid JSON' END END"
+    ]
+    for struct_field in json_spec.fields.fields:
+        typed, loose = _sql_field(JSON, struct_field.name), _sql_field(LOOSE, struct_field.name)
+        message = f"{struct_field.name} is not {describe(struct_field.dataType)}"
+        cases.append(f"CASE WHEN {typed} IS NULL AND {loose} IS NOT NULL THEN '{message}' END")
+    cases.append(f"CASE WHEN {JSON}.{CORRUPT} IS NOT NULL THEN 'unexpected JSON content' END")
+    for name in json_spec.required:
+        cases.append(
+            f"CASE WHEN {_sql_field(JSON, name)} IS NULL THEN"
+            f" CASE WHEN array_contains(json_object_keys(text), '{name}') THEN '{name} is null'"
+            f" ELSE 'missing field {name}' END END"
+        )
+    return F.expr(f"coalesce({', '.join(cases)})")
+
+
+def version_reason(known: Sequence[int], required: bool) -> Column:
+    """Reason for a ``_json.version`` outside ``known`` (or absent, when ``required``)."""
+    version = _sql_field(JSON, "version")
+    known_list = ", ".join(str(number) for number in known)
+    missing = f"WHEN {version} IS NULL THEN 'missing field version'" if required else ""
+    return F.expr(
+        f"CASE {missing} WHEN {version} NOT IN ({known_list}) THEN concat('unknown version ', {version}) END"
+    )
+
+
+def with_reason(rows: DataFrame, checks: Iterable[Column]) -> DataFrame:
+    return rows.withColumn(REASON, first_reason(checks))
+
+
+def parse_result(rows: DataFrame, column: str, *values: Column | str) -> DataFrame:
+    """One parser's output: kind, reason, origin, and the struct ``column`` of the values its tables need."""
+    return rows.select("kind", REASON, *ORIGIN, F.struct(*values).alias(column))
+
+
+def accepted(parsed: Mapping[str, DataFrame], column: str) -> DataFrame:
+    """The rows without a reason of the parse results whose struct is ``column``: its fields, then origin."""
+    return parsed[column].filter(f"{REASON} IS NULL").select(f"{column}.*", *ORIGIN)

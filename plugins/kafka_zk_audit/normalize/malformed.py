@@ -1,0 +1,16 @@
+"""The malformed_znodes table: every parsed znode that has a reason."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import reduce
+
+from pyspark.sql import DataFrame
+
+from .common import ORIGIN, REASON
+
+
+def malformed_table(results: Sequence[DataFrame]) -> DataFrame:
+    """kind, reason and origin of each rejected znode, from every parse result."""
+    rejected = [result.filter(f"{REASON} IS NOT NULL").select("kind", REASON, *ORIGIN) for result in results]
+    return reduce(DataFrame.union, rejected)

@@ -1,0 +1,183 @@
+"""/brokers/topics/<t> and …/partitions/<p>/state into topics, assignments, partition_states, partitions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from . import json_schemas, kinds
+from .common import (
+    DECIMAL_INT,
+    accepted,
+    field_of,
+    json_reason,
+    name_part,
+    origin,
+    parse_result,
+    text_reason,
+    to_int,
+    version_reason,
+    with_json,
+    with_reason,
+)
+
+TOPIC_VERSIONS = (1, 2, 3)
+STATE_VERSIONS = (1,)
+
+
+def _topic_version_reason(version_text: Column) -> Column:
+    """Kafka ignores a topic's version; a known one may be a number or a string ("1")."""
+    version = F.trim(version_text).try_cast("int")
+    unknown = version_text.isNotNull() & (version.isNull() | ~version.isin(*TOPIC_VERSIONS))
+    return F.when(unknown, F.concat(F.lit("unknown version "), version_text))
+
+
+def _parse_topics(znodes: DataFrame) -> DataFrame:
+    rows = znodes.filter(F.col("kind") == kinds.TOPIC).withColumn("topic", name_part(kinds.TOPIC_PATH))
+    rows = with_json(rows, json_schemas.TOPIC)
+    partitions = field_of("partitions")
+    not_int = F.filter(
+        F.map_keys(partitions), lambda key: ~key.rlike(DECIMAL_INT) | key.try_cast("int").isNull()
+    )
+    without_replicas = F.filter(
+        F.map_keys(partitions), lambda key: F.try_element_at(partitions, key).isNull()
+    )
+    checks = [
+        text_reason(),
+        json_reason(json_schemas.TOPIC),
+        _topic_version_reason(field_of("version")),
+        F.when(
+            F.size(not_int) > 0,
+            F.concat(
+                F.lit("partition key "), F.try_element_at(not_int, F.lit(1)), F.lit(" is not an integer")
+            ),
+        ),
+        F.when(
+            F.size(without_replicas) > 0,
+            F.concat(
+                F.lit("partition "),
+                F.try_element_at(without_replicas, F.lit(1)),
+                F.lit(" has no replica list"),
+            ),
+        ),
+    ]
+    return parse_result(
+        with_reason(rows, checks),
+        "topics",
+        F.col("topic"),
+        F.trim(field_of("version")).try_cast("int").alias("version"),
+        field_of("topic_id").alias("topic_id"),
+        F.size(partitions).alias("partition_count"),
+        F.col("czxid"),
+        partitions.alias("partitions"),
+        field_of("adding_replicas").alias("adding"),
+        field_of("removing_replicas").alias("removing"),
+    )
+
+
+def _parse_states(znodes: DataFrame) -> DataFrame:
+    rows = znodes.filter(F.col("kind") == kinds.PARTITION_STATE).select(
+        "*",
+        name_part(kinds.PARTITION_STATE_PATH, 1).alias("topic"),
+        to_int(name_part(kinds.PARTITION_STATE_PATH, 2)).alias("partition"),
+    )
+    rows = with_json(rows, json_schemas.PARTITION_STATE)
+    checks = [
+        F.when(F.col("partition").isNull(), F.lit("partition is not an integer")),
+        text_reason(),
+        json_reason(json_schemas.PARTITION_STATE),
+        version_reason(STATE_VERSIONS, required=False),
+    ]
+    return parse_result(
+        with_reason(rows, checks),
+        "partition_states",
+        F.col("topic"),
+        F.col("partition"),
+        field_of("version").alias("version"),
+        field_of("leader").alias("leader"),
+        field_of("leader_epoch").alias("leader_epoch"),
+        field_of("isr").alias("isr"),
+        field_of("controller_epoch").alias("controller_epoch"),
+        F.coalesce(field_of("leader_recovery_state"), F.lit(0)).alias("leader_recovery_state"),
+        F.col("version").alias("state_version"),
+    )
+
+
+def _assignments_table(topics: DataFrame) -> DataFrame:
+    exploded = topics.select(
+        "topic", F.explode("partitions").alias("partition_key", "replicas"), "adding", "removing", *origin()
+    )
+    return exploded.select(
+        "topic",
+        F.col("partition_key").try_cast("int").alias("partition"),
+        "replicas",
+        F.try_element_at("adding", F.col("partition_key")).alias("adding_replicas"),
+        F.try_element_at("removing", F.col("partition_key")).alias("removing_replicas"),
+        *origin(),
+    )
+
+
+def _partitions_table(assignments: DataFrame, states: DataFrame) -> DataFrame:
+    """Assignments FULL OUTER JOIN states; path/mzxid/ctime from the state, else from the topic."""
+    assigned = assignments.select(
+        "topic",
+        "partition",
+        "replicas",
+        F.col("path").alias("topic_path"),
+        F.col("mzxid").alias("topic_mzxid"),
+        F.col("ctime").alias("topic_ctime"),
+    )
+    state_columns = (
+        "leader",
+        "isr",
+        "leader_epoch",
+        "controller_epoch",
+        "leader_recovery_state",
+        "state_version",
+    )
+    stated = states.select(
+        "topic",
+        "partition",
+        *state_columns,
+        F.col("path").alias("state_path"),
+        F.col("mzxid").alias("state_mzxid"),
+        F.col("ctime").alias("state_ctime"),
+    )
+    joined = assigned.join(stated, on=["topic", "partition"], how="full")
+    has_state = F.col("state_path").isNotNull()
+    return joined.select(
+        "topic",
+        "partition",
+        "replicas",
+        "leader",
+        "isr",
+        "leader_epoch",
+        "controller_epoch",
+        "leader_recovery_state",
+        "state_version",
+        F.col("topic_path").isNotNull().alias("assigned"),
+        has_state.alias("has_state"),
+        F.when(has_state, F.col("state_path")).otherwise(F.col("topic_path")).alias("path"),
+        F.when(has_state, F.col("state_mzxid")).otherwise(F.col("topic_mzxid")).alias("mzxid"),
+        F.when(has_state, F.col("state_ctime")).otherwise(F.col("topic_ctime")).alias("ctime"),
+    )
+
+
+def parse(znodes: DataFrame) -> list[DataFrame]:
+    """Topic znodes (``topics`` struct) and partition states (``partition_states`` struct)."""
+    return [_parse_topics(znodes), _parse_states(znodes)]
+
+
+def tables(parsed: Mapping[str, DataFrame]) -> dict[str, DataFrame]:
+    """topics, assignments (one row per assigned partition), partition_states and partitions."""
+    topics = accepted(parsed, "topics")
+    assignments = _assignments_table(topics)
+    partition_states = accepted(parsed, "partition_states")
+    return {
+        "topics": topics.drop("partitions", "adding", "removing"),
+        "assignments": assignments,
+        "partition_states": partition_states,
+        "partitions": _partitions_table(assignments, partition_states),
+    }
