@@ -75,9 +75,9 @@ def subjects(findings: list[dict], check_id: str) -> list[tuple]:
             for f in findings if f["check_id"] == check_id]
 
 
-def assert_planted_found(planted, findings: list[dict]) -> None:
-    """Each plant is reported on its subject; nothing is reported that no plant explains."""
-    expected_ids = set()
+def assert_planted_found(planted, findings: list[dict], earlier=()) -> None:
+    """Each plant is reported on its subject; nothing is reported that no plant (or earlier plant) explains."""
+    expected_ids = {c for p in earlier for c in (p.check_id, *p.implied)}
     for plant in planted:
         found = [f for f in findings if f["check_id"] == plant.check_id]
         match = [f for f in found if f["path"] == plant.path
@@ -85,7 +85,9 @@ def assert_planted_found(planted, findings: list[dict]) -> None:
                  and (plant.group_id is None or f["group_id"] == plant.group_id)]
         assert match, f"{plant.check_id} not reported on {plant}; got {found}"
         expected_ids |= {plant.check_id, *plant.implied}
-    planted_subjects = {s for p in planted for s in (p.topic, p.group_id, p.broker_id, p.path) if s is not None}
+    planted_subjects = {
+        s for p in (*planted, *earlier) for s in (p.topic, p.group_id, p.broker_id, p.path) if s is not None
+    }
     for f in findings:
         if f["check_id"] in expected_ids:
             continue
@@ -148,7 +150,7 @@ def test_planted_problems_then_history(airflow_session, zk_server, zk_chroot, zk
         sim.close()
     assert code2 != 0
     assert summary2["baseline_snapshot_id"] == summary["snapshot_id"]
-    assert_planted_found(history, findings2)
+    assert_planted_found(history, findings2, earlier=planted)
     by_id = {f["check_id"]: f for f in findings2}
     assert by_id["leader_not_in_isr"]["status"] == "ongoing"
     assert by_id["leader_not_in_isr"]["first_seen"] == summary["snapshot_id"]

@@ -68,7 +68,7 @@ class AuditGateOperator(GXValidateCheckpointOperator):
                 check_id = (expectation.get("kwargs") or {}).get("column")
                 severity = overrides.get(check_id) or (BY_ID[check_id].severity if check_id in BY_ID else "error")
                 failed.append({
-                    "suite": validation.get("suite_name"),
+                    "suite": BY_ID[check_id].entity if check_id in BY_ID else validation.get("suite_name"),
                     "check_id": check_id,
                     "severity": severity,
                     "unexpected_count": (expectation.get("result") or {}).get("unexpected_count"),
