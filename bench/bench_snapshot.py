@@ -1,6 +1,6 @@
 """Snapshot throughput and client memory on a real ZooKeeper, with baselines from the same run.
 
-    .venv/bin/python bench/bench_snapshot.py [--topics 23000] [--partitions 20] [--small-topics 2300]
+    .venv/bin/python bench/bench_snapshot.py [--topics 25000] [--partitions 20] [--small-topics 2300]
 
 1. Starts a private ZooKeeper on 127.0.0.1 and writes a simulated Kafka cluster (~1,000,000 znodes
    with the defaults) with the simulator, reporting the write rate.
@@ -79,7 +79,7 @@ def write_cluster(hosts: str, spec: ClusterSpec) -> tuple[Simulator, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--topics", type=int, default=23000, help="topics of the large cluster")
+    parser.add_argument("--topics", type=int, default=25000, help="topics of the large cluster")
     parser.add_argument("--small-topics", type=int, default=2300, help="topics of the small cluster")
     parser.add_argument("--partitions", type=int, default=20)
     parser.add_argument("--naive-seconds", type=float, default=20.0)
