@@ -32,8 +32,12 @@ ERA_ENCODINGS = {
     "0.10": (3, 1, 1, "v2"),
     "1.x": (4, 1, 1, "v2"),
     "2.x": (4, 2, 1, "v2"),
+    "2.8": (5, 3, 1, "v2"),
     "3.x": (5, 3, 2, "v2"),
+    "3.x-migration": (5, 3, 2, "v2"),
 }
+# era → /feature version (None: no /feature before 2.7)
+FEATURE_VERSIONS = {"2.8": "1", "3.x": "2", "3.x-migration": "2"}
 
 
 def snapshot_of(zk_server, chroot: str, warehouse: Warehouse, snapshot_id: str, spark):
@@ -69,6 +73,10 @@ def test_every_era_normalizes_to_its_encodings(zk_server, zk_chroot, spark, tmp_
                 tables["config_changes"].select(F.lit("config_change").alias("kind"), F.col("format")),
                 tables["malformed_znodes"].select(F.lit("malformed").alias("kind"), F.col("path")),
                 tables["consumer_owners"].select(F.lit("owner").alias("kind"), F.col("owner")),
+                tables["feature"].select(F.lit("feature").alias("kind"), F.col("version").cast("string")),
+                tables["migration"].select(F.lit("migration").alias("kind"), F.col("version").cast("string")),
+                tables["controller"].select(F.lit("controller_ephemeral").alias("kind"),
+                                            F.col("is_ephemeral").cast("string")),
                 tables["partitions"].where("assigned AND has_state AND topic != '__consumer_offsets'")
                 .select(F.lit("partition").alias("kind"), F.concat_ws("/", "topic", "partition")),
             ]
@@ -89,6 +97,10 @@ def test_every_era_normalizes_to_its_encodings(zk_server, zk_chroot, spark, tmp_
         assert (era, "malformed") not in seen, (era, seen.get((era, "malformed")))
         assert len(seen[(era, "partition")]) == 3 * 2, era
         assert len(seen[(era, "owner")]) >= 2, era
+        assert seen.get((era, "feature")) == ({FEATURE_VERSIONS[era]} if era in FEATURE_VERSIONS else None), era
+        migrating = era == "3.x-migration"
+        assert seen.get((era, "migration")) == ({"0"} if migrating else None), era
+        assert seen[(era, "controller_ephemeral")] == {"false" if migrating else "true"}, era
         assert counts[era] > 50
 
 
