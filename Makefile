@@ -13,6 +13,8 @@ setup:
 demo: setup
 	@bash scripts/demo.sh
 
+# the Data Docs test opens the site in Debian's headless Chromium: install it with the rest
+test: export KAFKA_ZK_AUDIT_WITH_CHROMIUM := 1
 test: setup lint
 	$(PY) -m pytest -ra --durations=15
 

@@ -2,6 +2,8 @@
 # Set up everything kafka-zk-audit needs, from a fresh machine: system packages, then .venv/ in the
 # repo with the pinned set from constraints.txt, full pyspark installed last (see README, "Set-up").
 # Re-running is cheap: the venv is rebuilt only when setup.cfg or constraints.txt change.
+# Last, the Data Docs assets (jQuery, Bootstrap, Vega... pinned in docs_assets.lock.json) come from the npm
+# registry so the docs work offline; fetched again only when missing, partial or re-pinned.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_system.sh
@@ -9,7 +11,12 @@ PY=${PYTHON:-python3.11}
 command -v "$PY" >/dev/null 2>&1 || PY=python3
 stamp=.venv/.kafka-zk-audit-installed
 want=$(cat setup.cfg constraints.txt | sha256sum | cut -d' ' -f1)
+docs_assets() {
+  .venv/bin/python -c 'import sys; from kafka_zk_audit.docs_assets import is_fetched; sys.exit(not is_fetched())' \
+    || .venv/bin/python -m kafka_zk_audit.docs_assets fetch
+}
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  docs_assets
   exit 0
 fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
@@ -21,3 +28,4 @@ echo "installing Python packages into .venv (first time takes a few minutes)"
 .venv/bin/python -m pip install -q --force-reinstall --no-deps -c constraints.txt pyspark
 .venv/bin/python -c "import pyspark, sys; v = pyspark.__version__; sys.exit(0 if v == '4.3.0' else f'pyspark {v} != 4.3.0')"
 echo "$want" > "$stamp"
+docs_assets

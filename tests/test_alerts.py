@@ -7,13 +7,10 @@ three successive snapshots, the second with new findings, the third with only on
 from __future__ import annotations
 
 import email
-import email.policy
 import json
 import logging
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +19,6 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from aiosmtpd.controller import Controller
-from aiosmtpd.smtp import AuthResult, LoginPassword
 
 from kafka_zk_audit.alerts import build_alert
 from kafka_zk_audit.catalogue import CHECK_IDS
@@ -30,6 +26,8 @@ from kafka_zk_audit.config import load_config
 from kafka_zk_audit.notifiers import AuditAlertNotifier, redact, url_origin, webhook_url
 from kafka_zk_audit.warehouse import Warehouse
 from kafka_zk_audit.zkserver import free_port
+
+from receivers import CollectingHandler, WebhookReceiver, accept_only, smtp_receiver, webhook_receiver
 
 S1, S2, S3 = "20250101T000000Z", "20250101T010000Z", "20250101T020000Z"
 SMTP_LOGIN = "audit-sender"
@@ -132,74 +130,18 @@ class FakeTaskInstance:
         return None
 
 
-class CollectingHandler:
-    """aiosmtpd handler keeping every message it receives."""
-
-    def __init__(self) -> None:
-        self.envelopes: list[Any] = []
-
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802 - aiosmtpd API
-        self.envelopes.append(envelope)
-        return "250 Message accepted"
-
-    def messages(self) -> list[email.message.EmailMessage]:
-        return [email.message_from_bytes(e.content, policy=email.policy.default) for e in self.envelopes]
-
-
-def accept_only(password: str):
-    def authenticator(server: Any, session: Any, envelope: Any, mechanism: str, auth_data: Any) -> AuthResult:
-        ok = isinstance(auth_data, LoginPassword) and auth_data.password == password.encode()
-        return AuthResult(success=ok, handled=False)
-
-    return authenticator
-
-
 @pytest.fixture
 def smtp_server() -> Iterator[tuple[int, CollectingHandler]]:
     """A real SMTP server on 127.0.0.1 accepting AUTH with SMTP_LOGIN/SMTP_PASSWORD (no TLS)."""
-    handler = CollectingHandler()
-    port = free_port()
-    controller = Controller(handler, hostname="127.0.0.1", port=port, authenticator=accept_only(SMTP_PASSWORD),
-                            auth_require_tls=False)
-    controller.start()
-    yield port, handler
-    controller.stop()
-
-
-@dataclass
-class WebhookReceiver:
-    port: int
-    posts: list[dict[str, Any]]
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+    with smtp_receiver(SMTP_PASSWORD) as server:
+        yield server
 
 
 @pytest.fixture
 def webhook_server() -> Iterator[WebhookReceiver]:
     """A real HTTP server on 127.0.0.1: POSTs under /hook answer 200, under /fail 500."""
-    posts: list[dict[str, Any]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server API
-            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            posts.append({"path": self.path, "headers": dict(self.headers), "json": json.loads(body)})
-            status = 500 if self.path.startswith("/fail") else 200
-            self.send_response(status)
-            self.send_header("Content-Type", "text/plain")
-            self.end_headers()
-            self.wfile.write(b"ok" if status == 200 else b"receiver broke")
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield WebhookReceiver(server.server_address[1], posts)
-    server.shutdown()
-    server.server_close()
-    thread.join(5)
+    with webhook_receiver() as receiver:
+        yield receiver
 
 
 def configure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, smtp_port: int, webhook: str | None,

@@ -115,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
     summary = json.loads(summaries[-1].read_text())
     print(format_summary(summary))
     print(f"summary: {summaries[-1]}")
+    if summary["gate"].get("error"):
+        print(f"kafka-zk-audit: the gate did not finish validating; its error is in {log_path}", file=sys.stderr)
     return EXIT_PASSED if summary["gate"]["success"] else EXIT_FAILED
 
 

@@ -15,11 +15,13 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from kafka_zk_audit.catalogue import CHECKS, ENTITIES
+from kafka_zk_audit.docs_assets import localize
 from kafka_zk_audit.warehouse import Warehouse
 
 EXPECTATIONS_ENV = "KAFKA_ZK_AUDIT_EXPECTATIONS"
@@ -55,7 +57,7 @@ def build_suite_dict(entity: str) -> dict[str, Any]:
                 column=check.check_id,
                 value_set=[False],
                 severity=GX_SEVERITY[check.severity],
-                description=f"**{check.check_id}** ({check.severity}): {check.meaning}",
+                description=f"{check.check_id} ({check.severity}): {check.meaning}",
                 meta={"check_id": check.check_id, "severity": check.severity},
             )
             for check in CHECKS
@@ -124,10 +126,25 @@ def file_data_context(warehouse: Warehouse) -> Iterator[Any]:
             context.delete_data_docs_site(name)
     if DOCS_SITE not in context.get_site_names():
         context.add_data_docs_site(DOCS_SITE, site_config)
+    started = time.time() - 1  # file systems with coarse mtimes
     yield context
+    localize(docs_dir, changed_since=started)  # GX's pages load jQuery & co. from CDNs: point them at local copies
     if remote:
         warehouse.fs.put(str(docs_dir), warehouse.fs_path(warehouse.data_docs_dir), recursive=True)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def forget_previous_run(context: Any) -> None:
+    """Remove the previous run's checkpoint and validation definitions from the context's stores.
+
+    They name the previous snapshot's batch definitions, which this run replaces; GX then could not
+    load the stored checkpoint any more (``Could not find batch definition``). Both are rebuilt on
+    every run from ``expectations/`` and the snapshot id; the validation results stay.
+    """
+    root = Path(context.root_directory)
+    for store in ("checkpoints", "validation_definitions"):
+        for stored in (root / store).glob("*.json"):
+            stored.unlink()
 
 
 def configure_checkpoint(context: Any, warehouse: Warehouse, snapshot_id: str,
@@ -136,6 +153,7 @@ def configure_checkpoint(context: Any, warehouse: Warehouse, snapshot_id: str,
     import great_expectations as gx
     from great_expectations.checkpoint import UpdateDataDocsAction
 
+    forget_previous_run(context)
     datasource = context.data_sources.add_or_update_spark_filesystem(
         DATASOURCE, base_directory=f"{warehouse.root}/tables"
     )

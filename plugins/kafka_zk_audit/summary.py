@@ -8,13 +8,15 @@ from typing import Any
 from kafka_zk_audit.catalogue import CHECK_IDS
 from kafka_zk_audit.warehouse import Warehouse
 
+NO_VERDICT = "the gate gave no verdict: it did not finish validating; see the gate task's log"
+
 
 def build_summary(manifest: dict[str, Any], audit: dict[str, Any] | None, verdict: dict[str, Any] | None,
                   data_docs: str, finished_at: datetime | None = None) -> dict[str, Any]:
     """Assemble summary.json from the snapshot manifest, the audit figures and the gate verdict."""
     audit = audit or {}
     checks = audit.get("checks", {})
-    gate = verdict or {"success": False, "failed_expectations": None, "error": "the gate did not run"}
+    gate = verdict or {"success": False, "failed_expectations": None, "error": NO_VERDICT}
     return {
         "snapshot_id": manifest["snapshot_id"],
         "started_at": manifest["started_at"],
@@ -29,6 +31,7 @@ def build_summary(manifest: dict[str, Any], audit: dict[str, Any] | None, verdic
             "success": bool(gate.get("success")),
             "failed_expectations": gate.get("failed_expectations"),
             "non_gating_failed_expectations": gate.get("non_gating_failed_expectations", 0),
+            **({"error": gate["error"]} if gate.get("error") else {}),
         },
         "data_docs": data_docs,
     }
@@ -51,10 +54,13 @@ def format_summary(summary: dict[str, Any]) -> str:
     lines.append("findings per check:" if found else "findings per check: none")
     lines.extend(f"  {check_id}: {count}" for check_id, count in found.items())
     gate = summary["gate"]
-    lines.append(
-        f"gate: {'passed' if gate['success'] else 'FAILED'} "
-        f"({gate['failed_expectations']} gating expectation(s) failed, "
-        f"{gate.get('non_gating_failed_expectations', 0)} warning/info)"
-    )
+    if gate.get("error"):
+        lines.append(f"gate: ERROR ({gate['error']})")
+    else:
+        lines.append(
+            f"gate: {'passed' if gate['success'] else 'FAILED'} "
+            f"({gate['failed_expectations']} gating expectation(s) failed, "
+            f"{gate.get('non_gating_failed_expectations', 0)} warning/info)"
+        )
     lines.append(f"data docs: {summary['data_docs']}")
     return "\n".join(lines)

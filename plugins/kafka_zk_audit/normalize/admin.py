@@ -13,6 +13,7 @@ from .common import (
     REASON,
     JsonSpec,
     accepted,
+    document_reasons,
     field_of,
     json_reason,
     name_part,
@@ -20,7 +21,6 @@ from .common import (
     parse_result,
     text_reason,
     to_long,
-    version_reason,
     with_json,
     with_reason,
 )
@@ -95,9 +95,7 @@ def _producer_id_block(znodes: DataFrame) -> DataFrame:
     )
     block_start, block_end = to_long(field_of("block_start")), to_long(field_of("block_end"))
     checks = [
-        text_reason(),
-        json_reason(json_schemas.PRODUCER_ID_BLOCK),
-        version_reason(PRODUCER_ID_BLOCK_VERSIONS, required=False),
+        *document_reasons(json_schemas.PRODUCER_ID_BLOCK, PRODUCER_ID_BLOCK_VERSIONS, version_required=False),
         F.when(
             field_of("block_start").isNotNull() & block_start.isNull(), F.lit("block_start is not an integer")
         ),

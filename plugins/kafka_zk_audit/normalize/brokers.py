@@ -10,14 +10,12 @@ from pyspark.sql import functions as F
 from . import json_schemas, kinds
 from .common import (
     accepted,
+    document_reasons,
     field_of,
-    json_reason,
     lenient_long,
     name_part,
     parse_result,
-    text_reason,
     to_int,
-    version_reason,
     with_json,
     with_reason,
 )
@@ -84,9 +82,7 @@ def parse(znodes: DataFrame) -> list[DataFrame]:
     v1 = version == 1
     checks = [
         F.when(F.col("broker_id").isNull(), F.lit("broker id is not an integer")),
-        text_reason(),
-        json_reason(json_schemas.BROKER),
-        version_reason(KNOWN_VERSIONS, required=True),
+        *document_reasons(json_schemas.BROKER, KNOWN_VERSIONS, version_required=True),
         F.when(v1 & field_of("host").isNull(), F.lit("missing field host")),
         F.when(v1 & field_of("port").isNull(), F.lit("missing field port")),
         *_endpoint_reasons(version),

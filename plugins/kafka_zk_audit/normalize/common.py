@@ -185,6 +185,11 @@ def version_reason(known: Sequence[int], required: bool) -> Column:
     )
 
 
+def document_reasons(json_spec: JsonSpec, versions: Sequence[int], version_required: bool) -> list[Column]:
+    """The reasons every versioned JSON znode shares: not text, not the expected JSON, unknown version."""
+    return [text_reason(), json_reason(json_spec), version_reason(versions, required=version_required)]
+
+
 def with_reason(rows: DataFrame, checks: Iterable[Column]) -> DataFrame:
     return rows.withColumn(REASON, first_reason(checks))
 

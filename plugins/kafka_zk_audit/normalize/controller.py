@@ -11,6 +11,7 @@ from . import json_schemas, kinds
 from .common import (
     DECIMAL_INT,
     accepted,
+    document_reasons,
     field_of,
     json_reason,
     lenient_long,
@@ -89,9 +90,7 @@ def _feature(znodes: DataFrame) -> DataFrame:
     rows = with_json(_of_kind(znodes, kinds.FEATURE), json_schemas.FEATURE)
     status, features = field_of("status"), field_of("features")
     checks = [
-        text_reason(),
-        json_reason(json_schemas.FEATURE),
-        version_reason(FEATURE_VERSIONS, required=True),
+        *document_reasons(json_schemas.FEATURE, FEATURE_VERSIONS, version_required=True),
         F.when(~status.isin(*FEATURE_STATUSES), F.concat(F.lit("unknown status "), status.cast("string"))),
         F.when(~F.ltrim(features).startswith("{"), F.lit("features is not an object")),
     ]
@@ -109,9 +108,7 @@ def _migration(znodes: DataFrame) -> DataFrame:
     """/migration: version 0 only (Kafka rejects any other)."""
     rows = with_json(_of_kind(znodes, kinds.MIGRATION), json_schemas.MIGRATION)
     checks = [
-        text_reason(),
-        json_reason(json_schemas.MIGRATION),
-        version_reason(MIGRATION_VERSIONS, required=True),
+        *document_reasons(json_schemas.MIGRATION, MIGRATION_VERSIONS, version_required=True),
     ]
     rows = with_reason(rows, checks)
     names = ("kraft_controller_id", "kraft_controller_epoch", "kraft_metadata_offset", "kraft_metadata_epoch")

@@ -10,13 +10,11 @@ from pyspark.sql import functions as F
 from . import json_schemas, kinds
 from .common import (
     accepted,
+    document_reasons,
     field_of,
-    json_reason,
     origin,
     parse_result,
     seq_of_path,
-    text_reason,
-    version_reason,
     with_json,
     with_reason,
 )
@@ -30,9 +28,7 @@ def _isr_changes(znodes: DataFrame) -> DataFrame:
     rows = with_json(znodes.filter(F.col("kind") == kinds.ISR_CHANGE), json_schemas.ISR_CHANGE)
     incomplete = F.exists(field_of("partitions"), lambda e: e["topic"].isNull() | e["partition"].isNull())
     checks = [
-        text_reason(),
-        json_reason(json_schemas.ISR_CHANGE),
-        version_reason(ISR_CHANGE_VERSIONS, required=False),
+        *document_reasons(json_schemas.ISR_CHANGE, ISR_CHANGE_VERSIONS, version_required=False),
         F.when(incomplete, F.lit("partition entry without topic or partition")),
     ]
     return parse_result(
@@ -47,9 +43,7 @@ def _log_dir_events(znodes: DataFrame) -> DataFrame:
     """{"version":1,"broker":<id>,"event":1}."""
     rows = with_json(znodes.filter(F.col("kind") == kinds.LOG_DIR_EVENT), json_schemas.LOG_DIR_EVENT)
     checks = [
-        text_reason(),
-        json_reason(json_schemas.LOG_DIR_EVENT),
-        version_reason(LOG_DIR_EVENT_VERSIONS, required=False),
+        *document_reasons(json_schemas.LOG_DIR_EVENT, LOG_DIR_EVENT_VERSIONS, version_required=False),
     ]
     return parse_result(
         with_reason(rows, checks),

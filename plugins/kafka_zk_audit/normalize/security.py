@@ -12,14 +12,13 @@ from pyspark.sql import functions as F
 from . import json_schemas, kinds
 from .common import (
     accepted,
+    document_reasons,
     field_of,
-    json_reason,
     name_part,
     origin,
     parse_result,
     seq_of_path,
     text_reason,
-    version_reason,
     with_json,
     with_reason,
 )
@@ -47,9 +46,7 @@ def _acls(znodes: DataFrame) -> DataFrame:
         lambda entry: reduce(operator.or_, (entry[name].isNull() for name in ACL_ENTRY_FIELDS)),
     )
     checks = [
-        text_reason(),
-        json_reason(json_schemas.ACL),
-        version_reason(ACL_VERSIONS, required=True),
+        *document_reasons(json_schemas.ACL, ACL_VERSIONS, version_required=True),
         F.when(incomplete, F.lit("acl entry without principal, permissionType, operation or host")),
     ]
     return parse_result(
@@ -89,9 +86,7 @@ def _extended_acl_changes(znodes: DataFrame) -> DataFrame:
         znodes.filter(F.col("kind") == kinds.ACL_EXTENDED_CHANGE), json_schemas.ACL_EXTENDED_CHANGE
     )
     checks = [
-        text_reason(),
-        json_reason(json_schemas.ACL_EXTENDED_CHANGE),
-        version_reason(ACL_CHANGE_VERSIONS, required=True),
+        *document_reasons(json_schemas.ACL_EXTENDED_CHANGE, ACL_CHANGE_VERSIONS, version_required=True),
     ]
     return parse_result(
         with_reason(rows, checks),
@@ -108,9 +103,7 @@ def _delegation_tokens(znodes: DataFrame) -> DataFrame:
     """/delegation_token/tokens/<id>: v1 or v3 (adds tokenRequester); metadata only."""
     rows = with_json(znodes.filter(F.col("kind") == kinds.DELEGATION_TOKEN), json_schemas.DELEGATION_TOKEN)
     checks = [
-        text_reason(),
-        json_reason(json_schemas.DELEGATION_TOKEN),
-        version_reason(TOKEN_VERSIONS, required=True),
+        *document_reasons(json_schemas.DELEGATION_TOKEN, TOKEN_VERSIONS, version_required=True),
     ]
     return parse_result(
         with_reason(rows, checks),

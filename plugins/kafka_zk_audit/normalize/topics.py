@@ -11,6 +11,7 @@ from . import json_schemas, kinds
 from .common import (
     DECIMAL_INT,
     accepted,
+    document_reasons,
     field_of,
     json_reason,
     name_part,
@@ -18,7 +19,6 @@ from .common import (
     parse_result,
     text_reason,
     to_int,
-    version_reason,
     with_json,
     with_reason,
 )
@@ -86,9 +86,7 @@ def _parse_states(znodes: DataFrame) -> DataFrame:
     rows = with_json(rows, json_schemas.PARTITION_STATE)
     checks = [
         F.when(F.col("partition").isNull(), F.lit("partition is not an integer")),
-        text_reason(),
-        json_reason(json_schemas.PARTITION_STATE),
-        version_reason(STATE_VERSIONS, required=False),
+        *document_reasons(json_schemas.PARTITION_STATE, STATE_VERSIONS, version_required=False),
     ]
     return parse_result(
         with_reason(rows, checks),
