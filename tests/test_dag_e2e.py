@@ -339,7 +339,7 @@ def test_data_docs_in_headless_chromium(history):
     for suite in ENTITIES:
         assert suite in index_text, suite
     assert "Showing 1 to 8 of 8 rows" in index_text  # the eight suites
-    assert "Showing 1 to 24 of 24 rows" in index_text  # eight validation results per run, three runs
+    assert "of 24 rows" in index_text  # eight validation results per run, three runs (paginated)
 
     pages = sorted((docs / "validations" / "partitions").rglob("*.html"))
     assert len(pages) == len(history.runs)
