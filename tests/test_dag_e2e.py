@@ -27,6 +27,7 @@ from kafka_zk_audit.simulator import ClusterSpec, Planted, Simulator
 
 from browser import render_dom, text_of
 from receivers import CollectingHandler, WebhookReceiver, smtp_receiver, webhook_receiver
+from spark_cluster import standalone_cluster
 
 pytestmark = pytest.mark.dag
 
@@ -64,12 +65,13 @@ def audit_config(tmp_path) -> str:
 
 
 def run_audit_dag(env: dict[str, str], zk_hosts: str, chroot: str, warehouse: Path, config: str | None,
-                  label: str, extra_env: dict[str, str] | None = None) -> tuple[int, dict, list[dict]]:
+                  label: str, extra_env: dict[str, str] | None = None,
+                  spark_conn_id: str = "spark_default") -> tuple[int, dict, list[dict]]:
     env = {**env, **(extra_env or {})}
     env["AIRFLOW_CONN_ZOOKEEPER_DEFAULT"] = json.dumps(
         {"conn_type": "zookeeper", "host": zk_hosts, "extra": {"chroot": chroot}}
     )
-    conf = {"warehouse": str(warehouse), "audit_config": config, "run_label": label}
+    conf = {"warehouse": str(warehouse), "audit_config": config, "run_label": label, "spark_conn_id": spark_conn_id}
     result = run_dag_once(env, conf, warehouse / f"{label}.log")
     summaries = list(warehouse.glob(f"runs/*-{label}/summary.json"))
     assert summaries, f"no summary; log tail:\n{result.log_path.read_text()[-4000:]}"
@@ -117,14 +119,25 @@ def test_dag_folder_imports_without_errors(airflow_session):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_clean_cluster_passes_the_gate(airflow_session, zk_server, zk_chroot, tmp_path, audit_config):
+def test_clean_cluster_passes_the_gate_with_a_spark_cluster_master(airflow_session, zk_server, zk_chroot, tmp_path,
+                                                                   audit_config):
+    """A clean cluster gives no error/critical finding. The audit runs on a Spark standalone cluster
+    (master + worker on 127.0.0.1): moving off local[*] is a change of the Spark connection only."""
     sim = Simulator(hosts=zk_server.hosts + zk_chroot)
     try:
         sim.write(SPEC)
-        code, summary, findings = run_audit_dag(airflow_session, zk_server.hosts, zk_chroot, tmp_path / "wh",
-                                                audit_config, "clean")
+        with standalone_cluster(tmp_path / "spark") as master:
+            host, port = master.rsplit(":", 1)
+            spark_conn = {"AIRFLOW_CONN_SPARK_CLUSTER": json.dumps({"conn_type": "spark", "host": host,
+                                                                    "port": int(port)})}
+            code, summary, findings = run_audit_dag(airflow_session, zk_server.hosts, zk_chroot, tmp_path / "wh",
+                                                    audit_config, "clean", extra_env=spark_conn,
+                                                    spark_conn_id="spark_cluster")
+            log = (tmp_path / "wh" / "clean.log").read_text()
     finally:
         sim.close()
+    assert f"spark-submit --master {master} " in log
+    assert "spark.driver.host" not in log.split("Spark-Submit cmd:", 1)[1].split("\n", 1)[0]
     bad = [f for f in findings if f["severity"] in ("error", "critical")]
     assert bad == [], bad
     assert summary["gate"]["success"] is True and code == 0

@@ -70,12 +70,9 @@ def build_dag() -> DAG:
                 "--snapshot-id", SNAPSHOT_ID,
                 "--config", "{{ params.audit_config or '' }}",
             ],
-            conf={
-                "spark.driver.host": "127.0.0.1",
-                "spark.driver.bindAddress": "127.0.0.1",
-                "spark.ui.enabled": "false",
-            },
-            env_vars={"SPARK_LOCAL_IP": "127.0.0.1"},
+            # Spark settings come from the Spark connection (master, deploy mode, queue) and the
+            # app itself (kafka_zk_audit.sparkutil: loopback driver for local masters only).
+            conf={"spark.ui.enabled": "false"},
         )
         gate = AuditGateOperator(
             task_id="gate",
