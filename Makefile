@@ -26,6 +26,7 @@ lint: setup
 
 bench: setup
 	$(PY) bench/bench_snapshot.py
+	$(PY) bench/bench_audit.py --sizes 20,2300 --large 25000
 
 suites: setup
 	$(PY) scripts/generate_suites.py

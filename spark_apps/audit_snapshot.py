@@ -19,11 +19,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warehouse", required=True)
     parser.add_argument("--snapshot-id", required=True)
     parser.add_argument("--config", default=None, help="audit settings file (default: packaged defaults)")
+    parser.add_argument("--no-reread", action="store_true",
+                        help="run the checks on the normalizer's frames, not the written tables (benchmark baseline)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     spark = get_spark(f"kafka-zk-audit {args.snapshot_id}")
     try:
-        run_audit(spark, Warehouse(args.warehouse), args.snapshot_id, args.config or None)
+        run_audit(spark, Warehouse(args.warehouse), args.snapshot_id, args.config or None,
+                  reread_tables=not args.no_reread)
     finally:
         spark.stop()
     return 0

@@ -1,0 +1,129 @@
+"""The audit Spark app's time by tree size, with baselines from the same run.
+
+    .venv/bin/python bench/bench_audit.py [--sizes 20,2300] [--large 25000] [--partitions 20]
+
+For each size (topics of a simulated 3.x cluster with --partitions partitions each) it starts from a
+private ZooKeeper on 127.0.0.1, writes the cluster with the simulator, takes a snapshot (multiRead)
+and runs ``spark_apps/audit_snapshot.py`` with spark-submit (``local[*]``), as the DAG's audit task
+does. Each app runs twice: as shipped (the checks read the written tables back) and with
+``--no-reread`` (the checks plan on the normalizer's frames), the baseline. It prints wall time
+(spark-submit start to exit, JVM start-up included), the app's own figure, the ratio to the
+baseline and the marginal cost per znode over the smallest tree. ``--large`` adds one more size,
+run as shipped only (about 1,000,000 znodes with the default 25,000 topics).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from kazoo.client import KazooClient
+
+from kafka_zk_audit.simulator import ClusterSpec, Simulator
+from kafka_zk_audit.snapshot import SnapshotOptions, write_snapshot
+from kafka_zk_audit.warehouse import Warehouse, new_snapshot_id
+from kafka_zk_audit.zk.settings import ZkSettings
+from kafka_zk_audit.zkserver import ZooKeeperServer, free_port
+
+REPO = Path(__file__).resolve().parents[1]
+SPARK_APP = REPO / "spark_apps" / "audit_snapshot.py"
+
+
+def snapshot_cluster(server: ZooKeeperServer, name: str, topics: int, partitions: int, warehouse: Warehouse) -> str:
+    """Write a simulated cluster under /<name> and snapshot it; returns the snapshot id."""
+    admin = KazooClient(hosts=server.hosts)
+    admin.start(timeout=15)
+    admin.ensure_path(f"/{name}")
+    admin.stop()
+    admin.close()
+    spec = ClusterSpec(era="3.x", brokers=30, racks=3, topics=topics, partitions=partitions, replication_factor=3,
+                       groups=10, consumers_per_group=2, threads_per_consumer=2, seed=1)
+    sim = Simulator(hosts=f"{server.hosts}/{name}")
+    try:
+        sim.write(spec)
+        client = KazooClient(hosts=f"{server.hosts}/{name}", timeout=30)
+        client.start(timeout=30)
+        try:
+            snapshot_id = new_snapshot_id(suffix=name)
+            write_snapshot(client, ZkSettings(hosts=server.hosts, chroot=f"/{name}"), warehouse, snapshot_id,
+                           SnapshotOptions())
+        finally:
+            client.stop()
+            client.close()
+    finally:
+        sim.close()
+    return snapshot_id
+
+
+def run_app(warehouse: Warehouse, snapshot_id: str, reread: bool, log_dir: Path) -> dict:
+    """spark-submit the audit app once; returns wall seconds and the app's audit.json figures."""
+    spark_submit = Path(sys.executable).parent / "spark-submit"
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
+           "PYSPARK_DRIVER_PYTHON": sys.executable}
+    args = [str(spark_submit), "--master", "local[*]", "--conf", "spark.ui.enabled=false", str(SPARK_APP),
+            "--warehouse", warehouse.root, "--snapshot-id", snapshot_id, *([] if reread else ["--no-reread"])]
+    log = log_dir / f"{snapshot_id}-{'reread' if reread else 'baseline'}.log"
+    start = time.monotonic()
+    with log.open("wb") as out:
+        code = subprocess.run(args, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
+    wall = time.monotonic() - start
+    if code != 0:
+        raise SystemExit(f"the audit app failed (exit {code}); see {log}")
+    figures = json.loads(Path(warehouse.run_dir(snapshot_id), "audit.json").read_text())
+    return {"wall": wall, "app": figures["seconds"], "findings": figures["findings"], "checks": figures["checks"]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="20,2300", help="topic counts run both ways (comma-separated)")
+    parser.add_argument("--large", type=int, default=0, help="topics of one more size, run as shipped only")
+    parser.add_argument("--partitions", type=int, default=20)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    work = Path(tempfile.mkdtemp(prefix="kafka-zk-audit-bench-audit-"))
+    server = ZooKeeperServer(work / "zk", port=free_port(), heap_mb=6144).start()
+    rows = []
+    try:
+        sizes = [(int(t), True) for t in args.sizes.split(",") if t] + ([(args.large, False)] if args.large else [])
+        for topics, with_baseline in sizes:
+            warehouse = Warehouse(str(work / f"wh-{topics}"))
+            snapshot_id = snapshot_cluster(server, f"t{topics}", topics, args.partitions, warehouse)
+            znodes = json.loads(Path(warehouse.manifest_path(snapshot_id)).read_text())["znodes"]
+            print(f"{topics} topics: {znodes:,} znodes; auditing ...", flush=True)
+            shipped = run_app(warehouse, snapshot_id, True, work)
+            baseline = None
+            if with_baseline:
+                # the baseline must not see the shipped run's findings as its history
+                other = Warehouse(str(work / f"wh-{topics}-baseline"))
+                os.makedirs(other.root, exist_ok=True)
+                os.symlink(Path(warehouse.snapshot_dir(snapshot_id)).parent, Path(other.root) / "snapshots")
+                baseline = run_app(other, snapshot_id, False, work)
+                if baseline["checks"] != shipped["checks"]:
+                    raise SystemExit(f"the two ways disagree: {baseline['checks']} != {shipped['checks']}")
+            rows.append((topics, znodes, shipped, baseline))
+    finally:
+        server.stop()
+    smallest = rows[0]
+    print(f"\naudit Spark app (spark-submit local[*], {os.cpu_count()} cores), same findings both ways:")
+    header = f"{'znodes':>10}{'shipped s':>11}{'app s':>8}{'baseline s':>12}{'speed-up':>10}"
+    print(f"  {header}{'µs/znode over smallest':>25}")
+    for _topics, znodes, shipped, baseline in rows:
+        marginal = ""
+        if znodes > smallest[1]:
+            marginal = f"{(shipped['wall'] - smallest[2]['wall']) / (znodes - smallest[1]) * 1e6:.0f}"
+        base = f"{baseline['wall']:.1f}" if baseline else "-"
+        ratio = f"{baseline['wall'] / shipped['wall']:.2f}x" if baseline else "-"
+        print(f"  {znodes:>10,}{shipped['wall']:>11.1f}{shipped['app']:>8.1f}{base:>12}{ratio:>10}{marginal:>25}")
+    print(f"\nlogs: {work}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
