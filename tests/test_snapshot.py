@@ -94,11 +94,18 @@ def test_include_and_exclude_prefixes(zk_server, zk_chroot, zk_client, tmp_path)
     reader.start()
     warehouse = Warehouse(str(tmp_path / "wh"))
     options = SnapshotOptions(include=("/brokers",), exclude=("/brokers/ids",))
-    write_snapshot(reader, settings, warehouse, "20260101T000000Z", options)
+    manifest = write_snapshot(reader, settings, warehouse, "20260101T000000Z", options)
+    deep = SnapshotOptions(exclude=("/zookeeper", "/brokers/topics/topic2/partitions/"))
+    write_snapshot(reader, settings, warehouse, "20260101T000001Z", deep)
     reader.stop()
+    assert manifest["read_mode"] == "multi"  # "auto" finds that a 3.8 server answers multiRead
     paths = set(pq.read_table(warehouse.snapshot_dir("20260101T000000Z")).column("path").to_pylist())
-    assert "/brokers/topics/topic2/partitions/0/state" in paths
+    assert "/brokers/topics/topic2/partitions/0/state" in paths and "/brokers" in paths
+    assert "/" not in paths  # an ancestor of an include prefix is walked, not recorded
     assert not any(p.startswith("/brokers/ids") or p.startswith("/admin") for p in paths)
+    paths = set(pq.read_table(warehouse.snapshot_dir("20260101T000001Z")).column("path").to_pylist())
+    assert {"/", "/brokers/topics/topic2", "/admin/delete_topics/gone", "/brokers/ids/1"} <= paths
+    assert not any(p.startswith("/brokers/topics/topic2/partitions") or p.startswith("/zookeeper") for p in paths)
 
 
 class _DeletingWalker(TreeWalker):
@@ -109,7 +116,7 @@ class _DeletingWalker(TreeWalker):
         self.deleter, self.victims = deleter, victims
 
     def _send(self, ops, mode):
-        for kind, path in ops:
+        for kind, path, *_ in ops:
             if kind == "data" and path in self.victims:
                 self.deleter.delete(path)
                 self.victims.discard(path)

@@ -22,10 +22,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.serialization import GetChildren, GetData
+from kazoo.protocol.states import ZnodeStat
 
 from kafka_zk_audit.warehouse import MANIFEST, Warehouse, validate_snapshot_id
 from kafka_zk_audit.zk.multiread import MultiRead, ReadError
@@ -51,6 +53,11 @@ ARROW_SCHEMA = pa.schema(
     ]
 )
 READ_MODES = ("auto", "multi", "single")
+# The snapshot column of each field of kazoo's ZnodeStat, in its order (pzxid comes last there).
+STAT_COLUMNS = tuple(
+    {"ephemeralOwner": "ephemeral_owner", "dataLength": "data_length", "numChildren": "num_children"}.get(f, f)
+    for f in ZnodeStat._fields
+)
 
 
 @dataclass(frozen=True)
@@ -88,14 +95,20 @@ class SnapshotOptions:
             return False
         return not self.include or any(_under(path, p) or _under(p, path) for p in self.include)
 
+    def settled_below(self, path: str) -> bool:
+        """Is every znode below the wanted ``path`` wanted too (no prefix lies strictly under it)?
+
+        Then the walk records and descends its whole subtree without asking ``wants`` per znode.
+        """
+        inner = "/" if path == "/" else path + "/"
+        return self.wants(path) and not any(
+            p.rstrip("/").startswith(inner) for p in (*self.exclude, *self.include) if p.rstrip("/") != path
+        )
+
 
 def _under(path: str, prefix: str) -> bool:
     prefix = prefix.rstrip("/") or "/"
     return prefix == "/" or path == prefix or path.startswith(prefix + "/")
-
-
-def _child(parent: str, name: str) -> str:
-    return f"/{name}" if parent == "/" else f"{parent}/{name}"
 
 
 @dataclass
@@ -123,9 +136,9 @@ class TreeWalker:
         chroot = self.client.chroot or ""
         return chroot + path if path != "/" else (chroot or "/")
 
-    def _send(self, ops: list[tuple[str, str]], mode: str):
+    def _send(self, ops: list[tuple[str, str, bool]], mode: str):
         requests = [GetData(self._full(p), None) if kind == "data" else GetChildren(self._full(p), None)
-                    for kind, p in ops]
+                    for kind, p, _ in ops]
         async_result = self.client.handler.async_result()
         self.client._call(MultiRead(requests) if mode == "multi" else requests[0], async_result)
         self.stats.requests += 1
@@ -144,7 +157,7 @@ class TreeWalker:
         if self.options.read_mode != "auto":
             return self.options.read_mode
         try:
-            result = self._receive(self._send([("data", "/")], "multi"), "multi")
+            result = self._receive(self._send([("data", "/", False)], "multi"), "multi")
             if len(result) == 1 and not isinstance(result[0], ReadError):
                 return "multi"
         except Exception as exc:  # old servers reject opcode 22 in several ways
@@ -159,8 +172,11 @@ class TreeWalker:
         mode = self.stats.mode = self.probe_mode()
         batch_ops = opts.batch_ops if mode == "multi" else 1
         max_in_flight = opts.in_flight(mode)
-        pending: deque[tuple[str, str]] = deque([("data", "/")])
-        in_flight: deque[tuple[list[tuple[str, str]], Any]] = deque()
+        # Pending operations: (kind, path, settled). A settled znode lies in a subtree that is wanted
+        # whole (the usual case: everything but /zookeeper), so its children need no filtering.
+        root_settled = opts.settled_below("/")
+        pending: deque[tuple[str, str, bool]] = deque([("data", "/", root_settled)])
+        in_flight: deque[tuple[list[tuple[str, str, bool]], Any]] = deque()
         columns: dict[str, list] = {name: [] for name in ARROW_SCHEMA.names}
         started = last_report = time.monotonic()
         while pending or in_flight:
@@ -168,7 +184,7 @@ class TreeWalker:
                 ops = [pending.pop() for _ in range(min(batch_ops, len(pending)))]
                 in_flight.append((ops, self._send(ops, mode)))
             ops, async_result = in_flight.popleft()
-            for (kind, path), result in zip(ops, self._receive(async_result, mode), strict=True):
+            for (kind, path, settled), result in zip(ops, self._receive(async_result, mode), strict=True):
                 if isinstance(result, ReadError):
                     if not isinstance(result.error, NoNodeError):
                         raise result.error
@@ -176,15 +192,19 @@ class TreeWalker:
                         self.stats.vanished += 1
                     continue
                 if kind == "children":
+                    prefix = "/" if path == "/" else path + "/"
+                    if settled:
+                        pending.extend(("data", prefix + name, True) for name in result)
+                        continue
                     for name in result:
-                        child = _child(path, name)
+                        child = prefix + name
                         if opts.wants(child) or opts.descends(child):
-                            pending.append(("data", child))
+                            pending.append(("data", child, opts.settled_below(child)))
                     continue
                 data, stat = result
-                if stat.numChildren > 0 and opts.descends(path):
-                    pending.append(("children", path))
-                if opts.wants(path):
+                if stat.numChildren > 0 and (settled or opts.descends(path)):
+                    pending.append(("children", path, settled))
+                if settled or opts.wants(path):
                     self._add_row(columns, path, data, stat)
             if len(columns["path"]) >= opts.row_group_rows:
                 yield self._flush(columns)
@@ -196,22 +216,26 @@ class TreeWalker:
             yield self._flush(columns)
         self._report(time.monotonic() - started, 0)
 
-    def _add_row(self, columns: dict[str, list], path: str, data: bytes | None, stat) -> None:
-        s = self.stats
-        s.znodes += 1
-        s.data_bytes += len(data) if data else 0
-        s.min_mzxid = stat.mzxid if s.min_mzxid is None else min(s.min_mzxid, stat.mzxid)
-        s.max_mzxid = stat.mzxid if s.max_mzxid is None else max(s.max_mzxid, stat.mzxid)
-        values = (path, data, stat.czxid, stat.mzxid, stat.pzxid, stat.ctime, stat.mtime, stat.version,
-                  stat.cversion, stat.aversion, stat.ephemeralOwner, stat.dataLength, stat.numChildren)
-        for name, value in zip(ARROW_SCHEMA.names, values, strict=True):
+    @staticmethod
+    def _add_row(columns: dict[str, list], path: str, data: bytes | None, stat) -> None:
+        """Append one znode (``stat``: kazoo's ZnodeStat)."""
+        columns["path"].append(path)
+        columns["data"].append(data)
+        for name, value in zip(STAT_COLUMNS, stat, strict=True):
             columns[name].append(value)
 
-    @staticmethod
-    def _flush(columns: dict[str, list]) -> pa.RecordBatch:
+    def _flush(self, columns: dict[str, list]) -> pa.RecordBatch:
+        """One record batch of the buffered rows; counts, bytes and the mzxid range go to the stats."""
         batch = pa.RecordBatch.from_pydict(columns, schema=ARROW_SCHEMA)
         for values in columns.values():
             values.clear()
+        s = self.stats
+        s.znodes += batch.num_rows
+        s.data_bytes += int(pc.sum(pc.binary_length(batch.column("data"))).as_py() or 0)
+        low, high = pc.min_max(batch.column("mzxid")).values()
+        if low.is_valid:
+            s.min_mzxid = low.as_py() if s.min_mzxid is None else min(s.min_mzxid, low.as_py())
+            s.max_mzxid = high.as_py() if s.max_mzxid is None else max(s.max_mzxid, high.as_py())
         return batch
 
     def _report(self, elapsed: float, in_flight: int) -> None:

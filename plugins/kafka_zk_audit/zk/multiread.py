@@ -15,7 +15,6 @@ from kazoo.exceptions import EXCEPTIONS
 from kazoo.protocol.serialization import (
     GetChildren,
     GetData,
-    MultiHeader,
     int_struct,
     multiheader_struct,
     read_buffer,
@@ -47,22 +46,24 @@ class MultiRead(namedtuple("MultiRead", "operations")):
     def serialize(self) -> bytearray:
         buffer = bytearray()
         for op in self.operations:
-            buffer.extend(MultiHeader(op.type, False, -1).serialize() + op.serialize())
+            buffer.extend(multiheader_struct.pack(op.type, False, -1))
+            buffer.extend(op.serialize())
         return buffer + multiheader_struct.pack(-1, True, -1)
 
     @classmethod
     def deserialize(cls, buffer: bytes, offset: int) -> list:
         results: list = []
         while True:
-            header, offset = MultiHeader.deserialize(buffer, offset)
-            if header.done:
+            op_type, done, _ = multiheader_struct.unpack_from(buffer, offset)
+            offset += multiheader_struct.size
+            if done:
                 return results
-            if header.type == GetData.type:
+            if op_type == GetData.type:
                 data, offset = read_buffer(buffer, offset)
                 stat = ZnodeStat._make(stat_struct.unpack_from(buffer, offset))
                 offset += stat_struct.size
                 results.append((data, stat))
-            elif header.type == GetChildren.type:
+            elif op_type == GetChildren.type:
                 count = int_struct.unpack_from(buffer, offset)[0]
                 offset += int_struct.size
                 children = []
@@ -70,9 +71,9 @@ class MultiRead(namedtuple("MultiRead", "operations")):
                     child, offset = read_string(buffer, offset)
                     children.append(child)
                 results.append(children)
-            elif header.type == ERROR_TYPE:
+            elif op_type == ERROR_TYPE:
                 code = int_struct.unpack_from(buffer, offset)[0]
                 offset += int_struct.size
                 results.append(ReadError(EXCEPTIONS[code]()))
             else:
-                raise ValueError(f"unexpected operation type {header.type} in a multiRead response")
+                raise ValueError(f"unexpected operation type {op_type} in a multiRead response")
