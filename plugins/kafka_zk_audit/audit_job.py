@@ -66,13 +66,15 @@ def conform_for_gate(audit: DataFrame) -> DataFrame:
 SMALL_SNAPSHOT_ZNODES = 200_000
 
 
-def size_spark_to(spark: SparkSession, znodes: int) -> None:
+def size_spark_to(spark: SparkSession, znodes: int) -> bool:
     """Spark's fixed costs dominate small trees: skip code generation and adaptive re-planning
-    there, and size shuffles to the data (about one partition per 100,000 znodes)."""
+    there, and size shuffles to the data (about one partition per 100,000 znodes).
+    Returns whether the snapshot counts as small."""
     small = znodes < SMALL_SNAPSHOT_ZNODES
     spark.conf.set("spark.sql.codegen.wholeStage", str(not small).lower())
     spark.conf.set("spark.sql.adaptive.enabled", str(not small).lower())
     spark.conf.set("spark.sql.shuffle.partitions", str(max(2, min(200, znodes // 100_000))))
+    return small
 
 
 def _read_table(spark: SparkSession, warehouse: Warehouse, table: str, snapshot_id: str) -> DataFrame:
@@ -102,7 +104,7 @@ def run_audit(spark: SparkSession, warehouse: Warehouse, snapshot_id: str, confi
     manifest = read_manifest(warehouse, snapshot_id)
     cfg = load_config(config_path)
     now_ms = int(datetime.fromisoformat(manifest["started_at"]).timestamp() * 1000)
-    size_spark_to(spark, int(manifest["znodes"]))
+    small = size_spark_to(spark, int(manifest["znodes"]))
 
     snapshot = spark.read.schema(SNAPSHOT).parquet(warehouse.snapshot_dir(snapshot_id))
     tables = normalize(snapshot)
@@ -110,7 +112,6 @@ def run_audit(spark: SparkSession, warehouse: Warehouse, snapshot_id: str, confi
     log.info("auditing snapshot %s (%s znodes); baseline: %s", snapshot_id, manifest["znodes"],
              previous_id or "none (first snapshot)")
 
-    small = int(manifest["znodes"]) < SMALL_SNAPSHOT_ZNODES
     for name, df in tables.items():
         (df.coalesce(1) if small else df).write.mode("overwrite").parquet(warehouse.table_dir(name, snapshot_id))
     # The checks read the written tables back: their plans start at a few Parquet files instead of
