@@ -26,11 +26,11 @@ from pathlib import Path
 
 from kazoo.client import KazooClient
 
-from kafka_zk_audit.simulator import ClusterSpec, Simulator
-from kafka_zk_audit.snapshot import SnapshotOptions, write_snapshot
-from kafka_zk_audit.warehouse import Warehouse, new_snapshot_id
-from kafka_zk_audit.zk.settings import ZkSettings
-from kafka_zk_audit.zkserver import ZooKeeperServer, free_port
+from kafka_zk_audit.contract.warehouse import Warehouse, new_snapshot_id
+from kafka_zk_audit.snapshot.connection import ZkSettings
+from kafka_zk_audit.snapshot.walker import SnapshotOptions, write_snapshot
+from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
+from kafka_zk_audit_testing.zk_server import ZooKeeperServer, free_port
 
 REPO = Path(__file__).resolve().parents[1]
 SPARK_APP = REPO / "spark_apps" / "audit_snapshot.py"

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from kazoo.client import KazooClient
 
-from kafka_zk_audit.simulator import ClusterSpec, Simulator
-from kafka_zk_audit.zkserver import ZooKeeperServer, free_port
+from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
+from kafka_zk_audit_testing.zk_server import ZooKeeperServer, free_port
 
 CHILD = r"""
 import json, resource, sys, time
@@ -45,9 +45,9 @@ if mode == "naive":
             stack.append(("" if path == "/" else path) + "/" + child)
     znodes = count
 else:
-    from kafka_zk_audit.snapshot import SnapshotOptions, write_snapshot
-    from kafka_zk_audit.warehouse import Warehouse, new_snapshot_id
-    from kafka_zk_audit.zk.settings import ZkSettings, split_hosts_and_chroot
+    from kafka_zk_audit.snapshot.walker import SnapshotOptions, write_snapshot
+    from kafka_zk_audit.contract.warehouse import Warehouse, new_snapshot_id
+    from kafka_zk_audit.snapshot.connection import ZkSettings, split_hosts_and_chroot
     h, c = split_hosts_and_chroot(hosts)
     manifest = write_snapshot(client, ZkSettings(hosts=h, chroot=c), Warehouse(warehouse),
                               new_snapshot_id(suffix=mode), SnapshotOptions(read_mode=mode))

@@ -1,8 +1,8 @@
-"""kafka-zk-audit: the Airflow DAG ``kafka_zk_audit`` auditing the metadata Kafka keeps in ZooKeeper.
+"""kafka-zk-audit: the Airflow DAG ``kafka_zk_audit``, auditing the metadata Kafka keeps in ZooKeeper.
 
-The DAG is built by the ``kafka_zk_audit`` package; see its ``dag`` module and the README.
+Copy this file into your DAGs folder; the DAG itself is built by the installed ``kafka_zk_audit`` package.
 """
 
-from kafka_zk_audit.dag import build_dag
+from kafka_zk_audit.airflow.dag import build_dag
 
 dag = build_dag()

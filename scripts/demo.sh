@@ -13,18 +13,18 @@ PLANTS=(leader_not_in_isr under_replicated delete_marker_orphaned owner_assignme
 sim_pid=""
 cleanup() {
   [ -n "$sim_pid" ] && kill "$sim_pid" 2>/dev/null && wait "$sim_pid" 2>/dev/null
-  python -m kafka_zk_audit.zkserver stop --data-dir "$ZK_DIR" --port "$PORT" >/dev/null
+  python -m kafka_zk_audit_testing.zk_server stop --data-dir "$ZK_DIR" --port "$PORT" >/dev/null
 }
 trap cleanup EXIT
 
-python -m kafka_zk_audit.zkserver stop --data-dir "$ZK_DIR" --port "$PORT" >/dev/null 2>&1
+python -m kafka_zk_audit_testing.zk_server stop --data-dir "$ZK_DIR" --port "$PORT" >/dev/null 2>&1
 rm -rf "$ZK_DIR" && mkdir -p "$ZK_DIR"
-python -m kafka_zk_audit.zkserver start --data-dir "$ZK_DIR" --port "$PORT" || exit 2
+python -m kafka_zk_audit_testing.zk_server start --data-dir "$ZK_DIR" --port "$PORT" || exit 2
 
 echo "writing the demo Kafka cluster (3.x, 5 brokers, 8 topics, 2 old-consumer groups) under /kafka"
 plant_args=()
 for p in "${PLANTS[@]}"; do plant_args+=(--plant "$p"); done
-kafka-zk-sim --zk "127.0.0.1:$PORT/kafka" --era 3.x --brokers 5 --topics 8 --partitions 6 \
+python -m kafka_zk_audit_testing.simulator --zk "127.0.0.1:$PORT/kafka" --era 3.x --brokers 5 --topics 8 --partitions 6 \
   --replication-factor 3 --groups 2 --consumers 2 --threads 2 "${plant_args[@]}" \
   --hold --ready-file "$READY" &
 sim_pid=$!

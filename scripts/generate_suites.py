@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
-from kafka_zk_audit.catalogue import ENTITIES
-from kafka_zk_audit.gate import build_suite_dict, expectations_dir, suite_name
+from kafka_zk_audit.contract.catalogue import ENTITIES
+from kafka_zk_audit.gate.suites import build_suite_dict, expectations_dir, suite_name
 
 
 def main() -> None:

@@ -12,10 +12,17 @@ command -v "$PY" >/dev/null 2>&1 || PY=python3
 stamp=.venv/.kafka-zk-audit-installed
 want=$(cat setup.cfg constraints.txt | sha256sum | cut -d' ' -f1)
 docs_assets() {
-  .venv/bin/python -c 'import sys; from kafka_zk_audit.docs_assets import is_fetched; sys.exit(not is_fetched())' \
-    || .venv/bin/python -m kafka_zk_audit.docs_assets fetch
+  .venv/bin/python -c 'import sys; from kafka_zk_audit.gate.docs_assets import is_fetched; sys.exit(not is_fetched())' \
+    || .venv/bin/python -m kafka_zk_audit.gate.docs_assets fetch
+}
+dev_path() {
+  # the test and demo tools (plugins/kafka_zk_audit_testing) are not part of the installed package:
+  # put plugins/ on the venv's path so tests, the demo and their subprocesses import them
+  site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  echo "$PWD/plugins" > "$site/kafka_zk_audit_testing.pth"
 }
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  dev_path
   docs_assets
   exit 0
 fi
@@ -27,5 +34,6 @@ echo "installing Python packages into .venv (first time takes a few minutes)"
 # put the full pyspark back on top of it so in-process Spark (the GX gate) runs one version.
 .venv/bin/python -m pip install -q --force-reinstall --no-deps -c constraints.txt pyspark
 .venv/bin/python -c "import pyspark, sys; v = pyspark.__version__; sys.exit(0 if v == '4.3.0' else f'pyspark {v} != 4.3.0')"
+dev_path
 echo "$want" > "$stamp"
 docs_assets

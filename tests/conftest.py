@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from kafka_zk_audit.zkserver import ZooKeeperServer, free_port
+from kafka_zk_audit_testing.zk_server import ZooKeeperServer, free_port
 
 REPO = Path(__file__).resolve().parents[1]
 _chroot_counter = itertools.count()
@@ -52,7 +52,7 @@ def zk_client(zk_server: ZooKeeperServer, zk_chroot: str) -> Iterator[KazooClien
 def spark():
     """The one in-process Spark session for check and normalizer function tests."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from kafka_zk_audit.sparkutil import get_spark
+    from kafka_zk_audit.audit.session import get_spark
 
     session = get_spark("kafka-zk-audit-tests", master="local[2]", shuffle_partitions=2)
     yield session

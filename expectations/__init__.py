@@ -1,0 +1,1 @@
+"""The default Great Expectations suites, one per audited entity (shipped as package data)."""

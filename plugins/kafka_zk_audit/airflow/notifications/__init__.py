@@ -1,0 +1,1 @@
+"""Airflow notifiers of kafka-zk-audit."""

@@ -1,0 +1,209 @@
+"""``AuditAlertNotifier``: the gate's failure callback, sending the alert by e-mail and webhook.
+
+Wire it as ``on_failure_callback`` of the gate task. It reads the gate's XCom ``verdict``, builds the
+alert with :func:`kafka_zk_audit.report.alert.build_alert` and delivers it:
+
+* e-mail through the SMTP provider's ``SmtpHook`` (connection ``alerts.smtp_conn_id``) to
+  ``alerts.email_to``; no recipients, no e-mail;
+* a JSON POST (Slack-compatible) to the URL of the HTTP connection ``alerts.webhook_conn_id``; none, no
+  webhook. The connection's host is a full URL (``https://hooks.example.com/services/T/B/X``) or a
+  host name with ``schema`` (the URL scheme, default https), ``port`` and extra ``endpoint`` (the path);
+  login and password, when set, are sent as HTTP basic auth.
+
+Nothing here raises: a failed delivery is logged and the audit result stays what it is. Passwords and
+the webhook URL (its path often is the token) never reach a log line or the message.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from airflow.sdk import BaseHook, BaseNotifier
+
+from kafka_zk_audit.contract.settings import AuditConfig, load_config
+from kafka_zk_audit.report.alert import Alert, build_alert
+
+log = logging.getLogger(__name__)
+
+WEBHOOK_TIMEOUT_SECONDS = 10
+REDACTED = "***"
+
+
+def redact(text: str, secrets: Iterable[str | None]) -> str:
+    """``text`` with every non-empty secret replaced by ``***``."""
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def _mask(*secrets: str | None) -> None:
+    """Register secrets with Airflow's log masker (also covers task-log lines not written here)."""
+    try:
+        from airflow.sdk.log import mask_secret
+    except ImportError:  # pragma: no cover - the task SDK always has it
+        return
+    for secret in secrets:
+        if secret:
+            mask_secret(secret)
+
+
+def webhook_url(host: str | None, schema: str | None, port: int | None, endpoint: str | None) -> str:
+    """The POST URL from an HTTP connection's fields (host as full URL, or host + schema + port + endpoint)."""
+    host = (host or "").strip()
+    if not host:
+        raise ValueError("the connection has no host; set it to the webhook URL")
+    if "://" in host:
+        url = host
+    else:
+        url = f"{schema or 'https'}://{host}" + (f":{port}" if port else "")
+    if endpoint:
+        url = url.rstrip("/") + "/" + endpoint.lstrip("/")
+    scheme = urlsplit(url).scheme.lower()
+    if scheme not in ("http", "https"):
+        raise ValueError(f"the webhook URL scheme is {scheme!r}; use http or https")
+    return url
+
+
+def url_origin(url: str) -> str:
+    """``scheme://host[:port]`` of a URL: what a log may show of it."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+
+
+class AuditAlertNotifier(BaseNotifier):
+    """Alert on a failed gate: e-mail and webhook, only for new gating findings by default.
+
+    :param warehouse: the warehouse root (templated).
+    :param snapshot_id: the audited snapshot (templated).
+    :param audit_config: path of the audit settings file; empty or None: the packaged defaults (templated).
+    :param verdict_task_id: the task whose XCom ``verdict`` to read; None: the task this callback runs for.
+    """
+
+    template_fields: Sequence[str] = ("warehouse", "snapshot_id", "audit_config")
+
+    def __init__(self, warehouse: str, snapshot_id: str, audit_config: str | None = None, *,
+                 verdict_task_id: str | None = None) -> None:
+        super().__init__()
+        self.warehouse = warehouse
+        self.snapshot_id = snapshot_id
+        self.audit_config = audit_config
+        self.verdict_task_id = verdict_task_id
+
+    def notify(self, context: Any) -> None:
+        """Build the alert and deliver it; never raises."""
+        snapshot_id = (self.snapshot_id or "").strip()
+        if not snapshot_id or snapshot_id == "None":
+            log.error("audit alert not sent: no snapshot id (the snapshot task pushed none)")
+            return
+        try:
+            cfg = load_config(self.audit_config or None)
+            alert = build_alert(self.warehouse, snapshot_id, cfg, self._verdict(context),
+                                run_url=self._run_url(context))
+        except Exception as error:  # an alert problem must not change the audit result
+            log.error("audit alert for snapshot %s not sent: it could not be built: %s: %s",
+                      snapshot_id, type(error).__name__, error)
+            return
+        if alert is None:
+            return
+        log.info("audit alert for snapshot %s: %s", snapshot_id, alert.subject)
+        self.send_email(alert, cfg)
+        self.send_webhook(alert, cfg)
+
+    def _verdict(self, context: Any) -> dict[str, Any] | None:
+        ti = context.get("ti") if hasattr(context, "get") else None
+        if ti is None:
+            log.warning("no task instance in the callback context; alerting without the gate verdict")
+            return None
+        task_id = self.verdict_task_id or ti.task_id
+        try:
+            verdict = ti.xcom_pull(task_ids=task_id, key="verdict")
+        except Exception as error:
+            log.warning("could not read the verdict of task %s: %s", task_id, error)
+            return None
+        return verdict if isinstance(verdict, dict) else None
+
+    @staticmethod
+    def _run_url(context: Any) -> str | None:
+        ti = context.get("ti") if hasattr(context, "get") else None
+        try:
+            url = getattr(ti, "log_url", None)
+        except Exception:  # a link is optional
+            return None
+        return url if isinstance(url, str) else None
+
+    @staticmethod
+    def send_email(alert: Alert, cfg: AuditConfig) -> bool:
+        """Send the HTML e-mail to ``alerts.email_to``; True when delivered. Failures are logged."""
+        recipients = list(cfg.alerts.email_to)
+        conn_id = cfg.alerts.smtp_conn_id
+        if not recipients:
+            log.info("audit alert e-mail skipped: alerts.email_to is empty")
+            return False
+        hook = None
+        try:
+            from airflow.providers.smtp.hooks.smtp import SmtpHook
+
+            hook = SmtpHook(smtp_conn_id=conn_id)
+            with hook:
+                hook.send_email_smtp(to=recipients, subject=alert.subject, html_content=alert.html)
+        except Exception as error:  # delivery problems are reported, never raised
+            connection = hook.smtp_connection if hook else None
+            secrets = (connection.password,) if connection else ()
+            log.error("audit alert e-mail NOT delivered (SMTP connection %s): %s: %s", conn_id,
+                      type(error).__name__, redact(str(error), secrets))
+            return False
+        log.info("audit alert e-mail sent to %s through SMTP connection %s", ", ".join(recipients), conn_id)
+        return True
+
+    @staticmethod
+    def send_webhook(alert: Alert, cfg: AuditConfig) -> bool:
+        """POST the JSON payload to ``alerts.webhook_conn_id``; True when accepted (2xx). Failures are logged."""
+        conn_id = cfg.alerts.webhook_conn_id
+        if not conn_id:
+            log.info("audit alert webhook skipped: alerts.webhook_conn_id is not set")
+            return False
+        url = origin = None
+        secrets: list[str | None] = []
+        try:
+            connection = BaseHook.get_connection(conn_id)
+            secrets = [connection.password, connection.host if "://" in (connection.host or "") else None]
+            endpoint = connection.extra_dejson.get("endpoint")
+            url = webhook_url(connection.host, connection.schema, connection.port, endpoint)
+            secrets.append(url)
+            _mask(*secrets)
+            origin = url_origin(url)
+            headers = {"Content-Type": "application/json; charset=utf-8", "User-Agent": "kafka-zk-audit"}
+            if connection.login or connection.password:
+                token = f"{connection.login or ''}:{connection.password or ''}".encode()
+                headers["Authorization"] = "Basic " + base64.b64encode(token).decode("ascii")
+            request = urllib.request.Request(url, data=json.dumps(alert.payload).encode("utf-8"), headers=headers,
+                                             method="POST")
+            with urllib.request.urlopen(request, timeout=WEBHOOK_TIMEOUT_SECONDS) as response:
+                status = response.status
+        except urllib.error.HTTPError as error:
+            body = _read_body(error)
+            log.error("audit alert webhook NOT delivered (connection %s, %s): HTTP %s %s%s", conn_id, origin,
+                      error.code, redact(str(error.reason), secrets),
+                      f": {redact(body, secrets)}" if body else "")
+            return False
+        except Exception as error:  # delivery problems are reported, never raised
+            reason = getattr(error, "reason", None) or error
+            log.error("audit alert webhook NOT delivered (connection %s%s): %s: %s", conn_id,
+                      f", {origin}" if origin else "", type(error).__name__, redact(str(reason), secrets))
+            return False
+        log.info("audit alert webhook accepted by %s (connection %s): HTTP %s", origin, conn_id, status)
+        return True
+
+
+def _read_body(error: urllib.error.HTTPError, limit: int = 200) -> str:
+    try:
+        return error.read(limit).decode("utf-8", "replace").strip()
+    except Exception:
+        return ""

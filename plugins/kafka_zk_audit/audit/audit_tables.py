@@ -1,0 +1,148 @@
+"""Audit tables for the gate: one row per audited thing, one boolean column per check of its entity.
+
+Each column is named exactly after its check id and is True when the findings hold that check for the
+row's subject (so the gate and the findings can never disagree): the expectation for every such column
+is "all False". Rows are the entity's own rows plus any finding subject that has none, so a failing
+row always names its topic / partition / group / broker / znode.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, MapType, StructType
+
+from kafka_zk_audit.contract.catalogue import CHECK_IDS, CHECKS, ENTITIES
+from kafka_zk_audit.contract.schemas import INDEX_COLUMNS
+
+# The subject columns that identify a row of each entity (compared null-safely with the findings').
+ENTITY_KEYS: dict[str, tuple[str, ...]] = {
+    "partitions": ("topic", "partition"),
+    "controller": (),
+    "brokers": ("broker_id",),
+    "topics": ("topic",),
+    "admin": ("path", "topic", "partition"),
+    "consumer_owners": ("group_id", "topic", "partition"),
+    "offsets": ("group_id", "topic", "partition", "path"),
+    "znodes": ("path",),
+}
+CONTROLLER_PATH = "/controller"
+
+
+def entity_checks(entity: str) -> tuple[str, ...]:
+    """The check ids (= boolean column names) of an entity, in catalogue order."""
+    return tuple(check.check_id for check in CHECKS if check.entity == entity)
+
+
+def _entity_rows(entity: str, tables: dict[str, DataFrame]) -> DataFrame:
+    """The entity's own rows: its key columns plus a few evidence columns (and path)."""
+    if entity == "partitions":
+        return tables["partitions"].select("topic", "partition", "leader", "isr", "replicas", "path")
+    if entity == "topics":
+        return tables["topics"].select("topic", "partition_count", "path")
+    if entity == "brokers":
+        return tables["brokers"].select("broker_id", "host", "port", "is_ephemeral", "path")
+    if entity == "admin":
+        return tables["admin_markers"].select("path", "topic", "partition", "kind", "replicas", "ctime")
+    if entity == "consumer_owners":
+        return tables["consumer_owners"].groupBy("group_id", "topic", "partition").agg(
+            F.array_join(F.array_sort(F.collect_list("owner")), ", ").alias("owners"),
+            F.min("path").alias("path"),
+        )
+    if entity == "offsets":
+        return tables["consumer_offsets"].select("group_id", "topic", "partition", "path", "offset", "raw")
+    if entity == "znodes":
+        return tables["malformed_znodes"].select("path", "kind", "reason")
+    raise ValueError(f"no audit rows defined for entity {entity!r}")
+
+
+def _flag(check_id: str) -> Column:
+    return F.coalesce(F.max(F.col("check_id") == check_id), F.lit(False)).alias(check_id)
+
+
+def _with_flags(entity: str, rows: DataFrame, findings: DataFrame) -> DataFrame:
+    """The entity's rows and its findings' subjects, one row per subject, one boolean per check.
+
+    Both sides are stacked and grouped by the subject columns (grouping treats nulls as equal, as the
+    findings' identity does): one shuffle, where a join would need three.
+    """
+    keys = ENTITY_KEYS[entity]
+    checks = entity_checks(entity)
+    evidence = [c for c in rows.columns if c not in keys and c != "path"]
+    own = rows.select(
+        *keys, F.col("path").alias("own_path"), F.lit(None).cast("string").alias("subject_path"), *evidence,
+        F.lit(None).cast("string").alias("check_id"),
+    )
+    subjects = findings.where(F.col("check_id").isin(*checks)).select(
+        *keys, F.lit(None).cast("string").alias("own_path"), F.col("path").alias("subject_path"),
+        *[F.lit(None).cast(rows.schema[c].dataType).alias(c) for c in evidence], "check_id",
+    )
+    path = [] if "path" in keys else [
+        F.coalesce(F.first("own_path", ignorenulls=True), F.min("subject_path")).alias("path")
+    ]
+    return own.unionByName(subjects).groupBy(*keys).agg(
+        *path, *[F.first(c, ignorenulls=True).alias(c) for c in evidence], *[_flag(c) for c in checks]
+    )
+
+
+def _controller_table(tables: dict[str, DataFrame], findings: DataFrame) -> DataFrame:
+    """Exactly one row for /controller, present or not, with the cluster's controller epoch."""
+    znode = tables["controller"].agg(
+        F.coalesce(F.first("path", ignorenulls=True), F.lit(CONTROLLER_PATH)).alias("path"),
+        F.first("broker_id", ignorenulls=True).alias("broker_id"),
+        F.first("is_ephemeral", ignorenulls=True).alias("is_ephemeral"),
+        F.first("kraft_controller_epoch", ignorenulls=True).alias("kraft_controller_epoch"),
+    )
+    epoch = tables["controller_epoch"].agg(F.first("epoch", ignorenulls=True).alias("controller_epoch"))
+    checks = entity_checks("controller")
+    flags = findings.where(F.col("check_id").isin(*checks)).agg(*[_flag(c) for c in checks])
+    return znode.crossJoin(epoch).crossJoin(flags)
+
+
+def _znodes_table(tables: dict[str, DataFrame], findings: DataFrame) -> DataFrame:
+    """One row per malformed znode, or a single row with path null when there is none."""
+    table = _with_flags("znodes", _entity_rows("znodes", tables), findings)
+    none_found = table.agg(F.count(F.lit(1)).alias("rows")).where(F.col("rows") == 0)
+    placeholder = none_found.select(
+        *[
+            (F.lit(False) if c in entity_checks("znodes") else F.lit(None)).cast(table.schema[c].dataType).alias(c)
+            for c in table.columns
+        ]
+    )
+    return table.unionByName(placeholder)
+
+
+def build_audit_tables(tables: dict[str, DataFrame], findings: DataFrame) -> dict[str, DataFrame]:
+    """entity -> DataFrame: the entity's rows with one boolean column per check (True = violated)."""
+    audit: dict[str, DataFrame] = {}
+    for entity in ENTITIES:
+        if entity == "controller":
+            audit[entity] = _controller_table(tables, findings)
+        elif entity == "znodes":
+            audit[entity] = _znodes_table(tables, findings)
+        else:
+            audit[entity] = _with_flags(entity, _entity_rows(entity, tables), findings)
+    return audit
+
+IDENTITY_TYPES = {"topic": "string", "partition": "int", "group_id": "string", "broker_id": "int", "path": "string"}
+
+
+def conform_for_gate(audit: DataFrame) -> DataFrame:
+    """Give an audit table the gate's index columns: identity columns (typed nulls where absent) and
+    ``evidence``, the other non-flag columns as ``name value`` text, e.g. ``leader 3 · isr [1,2]``."""
+    flags = set(CHECK_IDS)
+    evidence_parts = []
+    for field in audit.schema.fields:
+        if field.name in flags or field.name in IDENTITY_TYPES:
+            continue
+        value = F.col(field.name)
+        if isinstance(field.dataType, ArrayType | MapType | StructType):
+            value = F.to_json(value)
+        evidence_parts.append(F.when(value.isNotNull(), F.concat(F.lit(field.name + " "), value.cast("string"))))
+    for name, dtype in IDENTITY_TYPES.items():
+        if name not in audit.columns:
+            audit = audit.withColumn(name, F.lit(None).cast(dtype))
+    evidence = F.concat_ws(" · ", *evidence_parts) if evidence_parts else F.lit(None).cast("string")
+    rest = [c for c in audit.columns if c not in IDENTITY_TYPES]
+    return audit.withColumn("evidence", evidence).select(*INDEX_COLUMNS, *[c for c in rest if c != "evidence"])
+

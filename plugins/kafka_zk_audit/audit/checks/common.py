@@ -1,0 +1,98 @@
+"""Shared building blocks of the checks: the output shape and the evidence formatting."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from kafka_zk_audit.contract.schemas import CHECK_OUTPUT
+
+ColumnLike = Column | str | None
+
+
+def _column(value: ColumnLike) -> Column:
+    if value is None:
+        return F.lit(None)
+    return F.col(value) if isinstance(value, str) else value
+
+
+def to_output(
+    rows: DataFrame,
+    check_id: str,
+    *,
+    path: ColumnLike,
+    detail: Column,
+    topic: ColumnLike = None,
+    partition: ColumnLike = None,
+    group_id: ColumnLike = None,
+    broker_id: ColumnLike = None,
+) -> DataFrame:
+    """The rows of a check as CHECK_OUTPUT: check id, subject (null when not given), path, detail."""
+    values = {
+        "check_id": F.lit(check_id),
+        "topic": _column(topic),
+        "partition": _column(partition),
+        "group_id": _column(group_id),
+        "broker_id": _column(broker_id),
+        "path": _column(path),
+        "detail": detail,
+    }
+    return rows.select(*[values[f.name].cast(f.dataType).alias(f.name) for f in CHECK_OUTPUT.fields])
+
+
+def empty_output(like: DataFrame, check_id: str) -> DataFrame:
+    """No findings, in the CHECK_OUTPUT shape (for history checks without a baseline)."""
+    return to_output(like.where(F.lit(False)), check_id, path=None, detail=F.lit(None))
+
+
+def text(value: ColumnLike) -> Column:
+    """A value as text for a detail sentence; null reads as 'null'."""
+    return F.coalesce(_column(value).cast("string"), F.lit("null"))
+
+
+def empty_ints() -> Column:
+    """An empty array<int> (to coalesce null arrays with)."""
+    return F.array().cast("array<int>")
+
+
+def int_list(values: ColumnLike) -> Column:
+    """An int array as '[1, 2, 3]' (null reads as '[]')."""
+    joined = F.array_join(_column(values).cast("array<string>"), ", ", "null")
+    return F.concat(F.lit("["), F.coalesce(joined, F.lit("")), F.lit("]"))
+
+
+def say(template: str, *values: ColumnLike) -> Column:
+    """A detail sentence: printf-style template with %s for each value (column or name; null reads 'null')."""
+    return F.format_string(template, *[text(value) for value in values])
+
+
+def zk_id(value: ColumnLike) -> Column:
+    """A ZooKeeper session id or zxid as hex, e.g. 0x1000a2b3c4d0005."""
+    return F.when(_column(value).isNull(), F.lit("null")).otherwise(
+        F.concat(F.lit("0x"), F.lower(F.hex(_column(value))))
+    )
+
+
+def duration(milliseconds: ColumnLike) -> Column:
+    """Milliseconds as '1d 2h 3m 4s' (zero units left out; '0s' for zero or negative)."""
+    seconds = F.greatest(F.floor(_column(milliseconds) / 1000), F.lit(0))
+    units = (
+        (F.floor(seconds / 86400), "d"),
+        (F.floor((seconds % 86400) / 3600), "h"),
+        (F.floor((seconds % 3600) / 60), "m"),
+        (seconds % 60, "s"),
+    )
+    parts = [F.when(amount > 0, F.concat(amount.cast("string"), F.lit(unit))) for amount, unit in units]
+    return F.coalesce(F.nullif(F.concat_ws(" ", *parts), F.lit("")), F.lit("0s"))
+
+
+def previous_snapshot(previous: DataFrame) -> Column:
+    """' <id>' when the previous table carries its snapshot_id column, else '' (for detail sentences)."""
+    if "snapshot_id" in previous.columns:
+        return F.concat(F.lit(" "), F.coalesce(previous["snapshot_id"].cast("string"), F.lit("?")))
+    return F.lit("")
+
+
+def registered_broker_ids(brokers: DataFrame) -> DataFrame:
+    """One row, column registered_brokers: the array of every broker id under /brokers/ids."""
+    return brokers.agg(F.collect_set("broker_id").alias("registered_brokers"))

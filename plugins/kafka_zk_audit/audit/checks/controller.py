@@ -1,0 +1,69 @@
+"""Controller checks: /controller and /controller_epoch against the broker registrations."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from kafka_zk_audit.audit.checks.common import empty_output, previous_snapshot, say, to_output, zk_id
+
+CONTROLLER_PATH = "/controller"
+
+
+def _kraft_migration() -> Column:
+    """A KRaft controller owns /controller during a ZK -> KRaft migration: persistent, kraft epoch >= 0."""
+    persistent = ~F.coalesce(F.col("is_ephemeral"), F.lit(True))
+    return persistent & (F.coalesce(F.col("kraft_controller_epoch"), F.lit(-1)) >= 0)
+
+
+def controller_missing(controller: DataFrame) -> DataFrame:
+    """A /controller znode exists."""
+    rows = controller.agg(F.count(F.lit(1)).alias("controllers")).where(F.col("controllers") == 0)
+    return to_output(
+        rows, "controller_missing", path=F.lit(CONTROLLER_PATH),
+        detail=F.lit("no /controller znode: no broker is acting as controller"),
+    )
+
+
+def controller_not_alive(controller: DataFrame, brokers: DataFrame) -> DataFrame:
+    """/controller's brokerid is registered under /brokers/ids (except a KRaft controller during migration)."""
+    registered = brokers.select("broker_id").where(F.col("broker_id").isNotNull())
+    rows = (
+        controller.where(F.col("broker_id").isNotNull() & ~_kraft_migration())
+        .join(registered, "broker_id", "left_anti")
+    )
+    return to_output(
+        rows, "controller_not_alive", broker_id="broker_id", path="path",
+        detail=say("controller broker %s is not registered under /brokers/ids", "broker_id"),
+    )
+
+
+def controller_session_mismatch(controller: DataFrame, brokers: DataFrame) -> DataFrame:
+    """/controller's ephemeralOwner is the session of that broker's registration (when both are known)."""
+    registrations = brokers.select("broker_id", F.col("session").alias("broker_session"))
+    rows = (
+        controller.where(~_kraft_migration())
+        .select("broker_id", "session", "path")
+        .join(registrations, "broker_id")
+        .where(F.col("session").isNotNull() & F.col("broker_session").isNotNull())
+        .where(F.col("session") != F.col("broker_session"))
+    )
+    return to_output(
+        rows, "controller_session_mismatch", broker_id="broker_id", path="path",
+        detail=say("/controller ephemeralOwner %s differs from broker %s's registration session %s",
+                   zk_id("session"), "broker_id", zk_id("broker_session")),
+    )
+
+
+def controller_epoch_regressed(controller_epoch: DataFrame, previous_controller_epoch: DataFrame | None) -> DataFrame:
+    """/controller_epoch never decreases between snapshots."""
+    if previous_controller_epoch is None:
+        return empty_output(controller_epoch, "controller_epoch_regressed")
+    before = previous_controller_epoch.select(
+        F.col("epoch").alias("previous_epoch"), previous_snapshot(previous_controller_epoch).alias("previous_snapshot")
+    )
+    rows = controller_epoch.select("epoch", "path").crossJoin(before).where(F.col("epoch") < F.col("previous_epoch"))
+    return to_output(
+        rows, "controller_epoch_regressed", path="path",
+        detail=say("/controller_epoch %s < %s in previous snapshot%s", "epoch", "previous_epoch", "previous_snapshot"),
+    )

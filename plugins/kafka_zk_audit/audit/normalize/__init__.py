@@ -1,0 +1,111 @@
+"""Normalize one ZooKeeper snapshot into the typed tables of ``kafka_zk_audit.contract.schemas.TABLES``.
+
+Usage (the Spark app)::
+
+    from kafka_zk_audit.audit.normalize import normalize
+    tables = normalize(snapshot_df)      # {table name: DataFrame}, every key of TABLES, exact schemas
+    for name, frame in tables.items():
+        frame.write.parquet(...)
+    tables.release()                     # unpersist the frames normalize cached (see below)
+
+How it runs: ``classify`` gives every znode path a kind and decodes its data once. Each family
+module parses its kinds (explicit ``from_json`` schemas) into *parse results*: frames with kind,
+``reason`` (null when the znode is fine), origin and one struct of the values its tables need. Tables
+select the rows without a reason; malformed_znodes is the union of the rows with one. The classified
+frame and every parse result are persisted (MEMORY_AND_DISK): the snapshot is classified once and
+each znode parsed once, however many tables are written. ``normalize`` itself runs no Spark job;
+the first action on a table materialises what it reads. With ``persist=False`` nothing is cached
+(each table then re-reads the snapshot). Bad data never raises: it becomes a malformed_znodes row
+and no row in its kind's table.
+"""
+
+from __future__ import annotations
+
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from kafka_zk_audit.contract.schemas import TABLES
+
+from . import admin, brokers, configs, consumers, controller, notifications, security, topics
+from .kinds import classify
+from .malformed import malformed_table
+from .notifications import notifications_table
+
+__all__ = ["NormalizedTables", "classify", "conform", "normalize", "parse"]
+
+# Family modules: parse(classified) -> [parse results]; tables({struct name: results}) -> {table: frame}.
+FAMILIES = (brokers, topics, controller, configs, admin, notifications, security, consumers)
+
+
+class NormalizedTables(dict[str, DataFrame]):
+    """The normalized tables by name, plus the cached frames they are selected from."""
+
+    def __init__(self, tables: dict[str, DataFrame], cached: list[DataFrame]) -> None:
+        super().__init__(tables)
+        self.cached = cached
+
+    def release(self) -> None:
+        """Unpersist the cached classified frame and parse results (no-op when nothing was persisted)."""
+        for frame in self.cached:
+            frame.unpersist()
+
+
+def parse(classified: DataFrame) -> list[DataFrame]:
+    """Every family's parse results (kind, reason, origin, and one struct named after its table)."""
+    return [result for family in FAMILIES for result in family.parse(classified)]
+
+
+def by_struct(results: list[DataFrame]) -> dict[str, DataFrame]:
+    """Parse results keyed by their struct column; results sharing one (acl_changes, admin_markers) unite."""
+    grouped: dict[str, DataFrame] = {}
+    for result in results:
+        name = result.columns[-1]
+        grouped[name] = grouped[name].unionByName(result) if name in grouped else result
+    return grouped
+
+
+def conform(frame: DataFrame, schema: StructType) -> DataFrame:
+    """The frame's columns in the schema's order, with exactly its types, every column nullable."""
+    current = {field.name: field for field in frame.schema.fields}
+    if [current.get(field.name) for field in schema.fields] == list(schema.fields) and len(current) == len(
+        schema
+    ):
+        return frame
+    columns: list[Column | str] = []
+    for target in schema.fields:
+        source = current[target.name]
+        if source == target:
+            columns.append(target.name)
+            continue
+        column = F.col(target.name)
+        if source.dataType != target.dataType:
+            column = column.cast(target.dataType)
+        if not source.nullable:
+            column = F.when(column.isNull(), F.lit(None)).otherwise(column)  # marks the column nullable
+        columns.append(column.alias(target.name))
+    return frame.select(*columns)
+
+
+def normalize(snapshot: DataFrame, *, persist: bool = True) -> NormalizedTables:
+    """Every table of ``schemas.TABLES`` from one snapshot frame (schema ``schemas.SNAPSHOT``)."""
+    classified = classify(snapshot)
+    if persist:
+        classified = classified.persist(StorageLevel.MEMORY_AND_DISK)
+    results = parse(classified)
+    if persist:
+        results = [result.persist(StorageLevel.MEMORY_AND_DISK) for result in results]
+    parsed = by_struct(results)
+    frames: dict[str, DataFrame] = {
+        "notifications": notifications_table(classified),
+        "malformed_znodes": malformed_table(results),
+    }
+    for family in FAMILIES:
+        frames.update(family.tables(parsed))
+    if set(frames) != set(TABLES):
+        raise AssertionError(
+            f"normalizer tables {sorted(frames)} differ from schemas.TABLES {sorted(TABLES)}"
+        )
+    conformed = {name: conform(frames[name], schema) for name, schema in TABLES.items()}
+    return NormalizedTables(conformed, [*results, classified] if persist else [])

@@ -1,0 +1,111 @@
+"""Run the DAG once with ``airflow dags test``, with an environment that needs no Airflow set-up.
+
+Used by ``kafka-zk-audit run`` (and so ``make demo``) and by the end-to-end tests. The Airflow home
+is the caller's ``$AIRFLOW_HOME`` or our own (``~/.kafka-zk-audit/airflow``), with a SQLite
+metadata DB; the DAGs folder holds just this project's DAG; spark-submit and the Spark driver's
+Python come from the interpreter running this code (the project's venv).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# the same as the repo's dags/kafka_zk_audit.py (a test keeps the two equal)
+DAG_FILE = (
+    '"""kafka-zk-audit: the Airflow DAG ``kafka_zk_audit``, auditing the metadata Kafka keeps in ZooKeeper.\n\n'
+    "Copy this file into your DAGs folder; the DAG itself is built by the installed ``kafka_zk_audit`` package.\n"
+    '"""\n\nfrom kafka_zk_audit.airflow.dag import build_dag\n\ndag = build_dag()\n'
+)
+DEFAULT_HOME = Path.home() / ".kafka-zk-audit" / "airflow"
+
+
+def dags_folder(airflow_home: Path) -> Path:
+    """A DAGs folder of our own under the Airflow home, holding just the one-line DAG file."""
+    folder = airflow_home / "kafka_zk_audit_dags"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "kafka_zk_audit.py"
+    if not path.exists() or path.read_text() != DAG_FILE:
+        path.write_text(DAG_FILE)
+    return folder
+
+
+def airflow_env(
+    airflow_home: Path | None = None,
+    connections: dict[str, dict[str, Any]] | None = None,
+    base: dict[str, str] | None = None,
+) -> dict[str, str]:
+    """Environment for ``airflow`` subprocesses: home, DAGs folder, connections, PATH, loopback Spark."""
+    env = dict(base if base is not None else os.environ)
+    home = Path(airflow_home or env.get("AIRFLOW_HOME") or DEFAULT_HOME).resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    bin_dir = str(Path(sys.executable).parent)
+    env.update(
+        {
+            "AIRFLOW_HOME": str(home),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder(home)),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+            "AIRFLOW__LOGGING__LOGGING_LEVEL": env.get("AIRFLOW__LOGGING__LOGGING_LEVEL", "INFO"),
+            "GX_ANALYTICS_ENABLED": "false",
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_DRIVER_PYTHON": sys.executable,
+            "PATH": bin_dir + os.pathsep + env.get("PATH", ""),
+            "NO_PROXY": "*",
+        }
+    )
+    env.setdefault("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[*]"}))
+    for conn_id, conn in (connections or {}).items():
+        env[f"AIRFLOW_CONN_{conn_id.upper()}"] = json.dumps(conn)
+    return env
+
+
+def ensure_metadata_db(env: dict[str, str]) -> None:
+    """``airflow db migrate`` when the SQLite DB does not exist yet (a few seconds, once)."""
+    home = Path(env["AIRFLOW_HOME"])
+    if "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN" not in env and (home / "airflow.db").exists():
+        return
+    _airflow(env, ["db", "migrate"], check=True)
+
+
+def _airflow(
+    env: dict[str, str], args: list[str], check: bool = False, log_path: Path | None = None, echo: bool = False
+) -> int:
+    cmd = [str(Path(sys.executable).parent / "airflow"), *args]
+    if log_path is None:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if check and proc.returncode:
+            raise RuntimeError(
+                f"{' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}"
+            )
+        return proc.returncode
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with (
+        open(log_path, "w") as log,
+        subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc,
+    ):
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            log.write(line)
+            if echo:
+                sys.stderr.write(line)
+        return proc.wait()
+
+
+@dataclass
+class DagRunResult:
+    returncode: int
+    log_path: Path
+
+
+def run_dag_once(env: dict[str, str], conf: dict[str, Any], log_path: Path, echo: bool = False) -> DagRunResult:
+    """``airflow dags test kafka_zk_audit -c <conf>``; the DAG run's log goes to ``log_path``."""
+    ensure_metadata_db(env)
+    code = _airflow(env, ["dags", "test", "kafka_zk_audit", "-c", json.dumps(conf)], log_path=log_path, echo=echo)
+    return DagRunResult(code, log_path)

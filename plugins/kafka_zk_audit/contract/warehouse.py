@@ -1,0 +1,149 @@
+"""The warehouse layout of the contract, on a local path or any fsspec/Spark URL.
+
+```
+<warehouse>/snapshots/snapshot_id=<id>/…        one row per znode, _MANIFEST.json written last
+<warehouse>/tables/<table>/snapshot_id=<id>/…   normalized and audit tables
+<warehouse>/findings/snapshot_id=<id>/…         findings
+<warehouse>/runs/<id>/summary.json              run summary
+<warehouse>/data_docs/index.html                Great Expectations Data Docs
+```
+A snapshot without its ``_MANIFEST.json`` does not exist for any reader.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import fsspec
+
+MANIFEST = "_MANIFEST.json"
+SNAPSHOT_ID_RE = re.compile(r"^\d{8}T\d{6}Z(-[A-Za-z0-9_.-]+)?$")
+WAREHOUSE_ENV = "KAFKA_ZK_AUDIT_WAREHOUSE"
+
+
+def default_warehouse() -> str:
+    return os.environ.get(WAREHOUSE_ENV) or os.path.abspath("warehouse")
+
+
+def new_snapshot_id(now: datetime | None = None, suffix: str = "") -> str:
+    """``YYYYMMDDTHHMMSSZ`` of the UTC start time, optionally ``-suffix``; ids sort in time order."""
+    stamp = (now or datetime.now(UTC)).astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{suffix}" if suffix else stamp
+
+
+def validate_snapshot_id(snapshot_id: str) -> str:
+    if not SNAPSHOT_ID_RE.match(snapshot_id):
+        raise ValueError(f"snapshot id {snapshot_id!r} is not YYYYMMDDTHHMMSSZ[-suffix]")
+    return snapshot_id
+
+
+def fsspec_url(url: str) -> str:
+    """Spark's ``s3a://`` is fsspec's ``s3://``; everything else is the same."""
+    return "s3://" + url[len("s3a://"):] if url.startswith("s3a://") else url
+
+
+@dataclass(frozen=True)
+class Warehouse:
+    """Paths of the contract's layout under one root (local path or URL)."""
+
+    root: str
+
+    def __post_init__(self) -> None:
+        root = self.root.rstrip("/")
+        if "://" not in root:
+            root = os.path.abspath(root)
+        object.__setattr__(self, "root", root)
+
+    @property
+    def fs(self) -> fsspec.AbstractFileSystem:
+        fs, _ = fsspec.core.url_to_fs(fsspec_url(self.root))
+        return fs
+
+    def fs_path(self, url: str) -> str:
+        """The path of ``url`` as the fsspec filesystem names it."""
+        return fsspec.core.url_to_fs(fsspec_url(url))[1]
+
+    def snapshot_dir(self, snapshot_id: str) -> str:
+        return f"{self.root}/snapshots/snapshot_id={snapshot_id}"
+
+    def table_dir(self, table: str, snapshot_id: str | None = None) -> str:
+        base = f"{self.root}/tables/{table}"
+        return f"{base}/snapshot_id={snapshot_id}" if snapshot_id else base
+
+    def findings_dir(self, snapshot_id: str | None = None) -> str:
+        base = f"{self.root}/findings"
+        return f"{base}/snapshot_id={snapshot_id}" if snapshot_id else base
+
+    def run_dir(self, run_id: str) -> str:
+        return f"{self.root}/runs/{run_id}"
+
+    def summary_path(self, run_id: str) -> str:
+        return f"{self.run_dir(run_id)}/summary.json"
+
+    @property
+    def data_docs_dir(self) -> str:
+        return f"{self.root}/data_docs"
+
+    @property
+    def data_docs_index(self) -> str:
+        return f"{self.data_docs_dir}/index.html"
+
+    def manifest_path(self, snapshot_id: str) -> str:
+        return f"{self.snapshot_dir(snapshot_id)}/{MANIFEST}"
+
+    def read_json(self, url: str) -> dict[str, Any]:
+        with self.fs.open(self.fs_path(url), "r") as handle:
+            return json.load(handle)
+
+    def write_json(self, url: str, payload: dict[str, Any]) -> None:
+        """Write JSON so a reader sees the whole file or none (temp file, then move)."""
+        fs, path = self.fs, self.fs_path(url)
+        fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+        tmp = f"{path}.tmp"
+        with fs.open(tmp, "w") as handle:
+            json.dump(payload, handle, indent=2, sort_keys=False)
+            handle.write("\n")
+        fs.mv(tmp, path)
+
+    def exists(self, url: str) -> bool:
+        return self.fs.exists(self.fs_path(url))
+
+    def complete_snapshots(self) -> list[str]:
+        """Ids of the snapshots that have their manifest, oldest first."""
+        base = self.fs_path(f"{self.root}/snapshots")
+        if not self.fs.exists(base):
+            return []
+        ids = []
+        for entry in self.fs.ls(base, detail=False):
+            name = entry.rstrip("/").rsplit("/", 1)[-1]
+            if name.startswith("snapshot_id=") and self.fs.exists(f"{entry.rstrip('/')}/{MANIFEST}"):
+                ids.append(name.removeprefix("snapshot_id="))
+        return sorted(ids)
+
+    def audited_snapshots(self) -> list[str]:
+        """Complete snapshots whose findings were written (the baselines for history checks)."""
+        return [sid for sid in self.complete_snapshots() if self.exists(f"{self.findings_dir(sid)}/_SUCCESS")]
+
+    def previous_audited(self, snapshot_id: str) -> str | None:
+        earlier = [sid for sid in self.audited_snapshots() if sid < snapshot_id]
+        return earlier[-1] if earlier else None
+
+    def remove(self, url: str) -> None:
+        path = self.fs_path(url)
+        if self.fs.exists(path):
+            self.fs.rm(path, recursive=True)
+
+
+def read_manifest(warehouse: Warehouse, snapshot_id: str) -> dict[str, Any]:
+    """The manifest of a complete snapshot; ``FileNotFoundError`` when it is incomplete or absent."""
+    path = warehouse.manifest_path(snapshot_id)
+    if not warehouse.exists(path):
+        raise FileNotFoundError(
+            f"snapshot {snapshot_id} has no {MANIFEST} in {warehouse.root}: it is incomplete or absent"
+        )
+    return warehouse.read_json(path)

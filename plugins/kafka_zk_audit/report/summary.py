@@ -1,0 +1,66 @@
+"""The run summary of the contract, ``<warehouse>/runs/<id>/summary.json``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from kafka_zk_audit.contract.catalogue import CHECK_IDS
+from kafka_zk_audit.contract.warehouse import Warehouse
+
+NO_VERDICT = "the gate gave no verdict: it did not finish validating; see the gate task's log"
+
+
+def build_summary(manifest: dict[str, Any], audit: dict[str, Any] | None, verdict: dict[str, Any] | None,
+                  data_docs: str, finished_at: datetime | None = None) -> dict[str, Any]:
+    """Assemble summary.json from the snapshot manifest, the audit figures and the gate verdict."""
+    audit = audit or {}
+    checks = audit.get("checks", {})
+    gate = verdict or {"success": False, "failed_expectations": None, "error": NO_VERDICT}
+    return {
+        "snapshot_id": manifest["snapshot_id"],
+        "started_at": manifest["started_at"],
+        "finished_at": (finished_at or datetime.now(UTC)).isoformat(),
+        "znodes": manifest["znodes"],
+        "zxid_window": manifest["zxid_window"],
+        "checks": {check_id: int(checks.get(check_id, 0)) for check_id in CHECK_IDS},
+        "new_findings": audit.get("new_findings", 0),
+        "resolved_findings": audit.get("resolved_findings", 0),
+        "baseline_snapshot_id": audit.get("baseline_snapshot_id"),
+        "gate": {
+            "success": bool(gate.get("success")),
+            "failed_expectations": gate.get("failed_expectations"),
+            "non_gating_failed_expectations": gate.get("non_gating_failed_expectations", 0),
+            **({"error": gate["error"]} if gate.get("error") else {}),
+        },
+        "data_docs": data_docs,
+    }
+
+
+def write_summary(warehouse: Warehouse, summary: dict[str, Any]) -> str:
+    path = warehouse.summary_path(summary["snapshot_id"])
+    warehouse.write_json(path, summary)
+    return path
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    """A short human rendering: non-zero checks, then gate and docs."""
+    lines = [
+        f"snapshot {summary['snapshot_id']}: {summary['znodes']} znodes, zxid window {summary['zxid_window']}",
+        f"baseline: {summary.get('baseline_snapshot_id') or 'none (first snapshot)'}; "
+        f"new findings {summary['new_findings']}, resolved {summary['resolved_findings']}",
+    ]
+    found = {k: v for k, v in summary["checks"].items() if v}
+    lines.append("findings per check:" if found else "findings per check: none")
+    lines.extend(f"  {check_id}: {count}" for check_id, count in found.items())
+    gate = summary["gate"]
+    if gate.get("error"):
+        lines.append(f"gate: ERROR ({gate['error']})")
+    else:
+        lines.append(
+            f"gate: {'passed' if gate['success'] else 'FAILED'} "
+            f"({gate['failed_expectations']} gating expectation(s) failed, "
+            f"{gate.get('non_gating_failed_expectations', 0)} warning/info)"
+        )
+    lines.append(f"data docs: {summary['data_docs']}")
+    return "\n".join(lines)

@@ -1,1 +1,0 @@
-"""ZooKeeper access: the Airflow-free connection settings and the multiRead request."""

@@ -1,0 +1,67 @@
+"""A real Spark standalone cluster (one master, one worker) on 127.0.0.1, from the pyspark install."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pyspark
+
+from kafka_zk_audit_testing.zk_server import free_port
+
+SPARK_CLASS = Path(pyspark.__file__).parent / "bin" / "spark-class"
+
+
+def _start(args: list[str], log: Path) -> subprocess.Popen:
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1"}
+    with log.open("wb") as out:
+        return subprocess.Popen([str(SPARK_CLASS), *args], stdout=out, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)
+
+
+def _wait_for(log: Path, text: str, process: subprocess.Popen, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if text in log.read_text(errors="replace"):
+            return
+        if process.poll() is not None:
+            break
+        time.sleep(0.5)
+    raise RuntimeError(f"Spark {log.stem} did not log {text!r}; log tail:\n{log.read_text(errors='replace')[-3000:]}")
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+
+
+@contextmanager
+def standalone_cluster(work_dir: Path, cores: int = 2, memory: str = "2g") -> Iterator[str]:
+    """Yield the master URL ``spark://127.0.0.1:<port>`` of a running master with one registered worker."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    master_url = f"spark://127.0.0.1:{port}"
+    master = _start(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+                     "--webui-port", str(free_port())], work_dir / "master.log")
+    worker = None
+    try:
+        _wait_for(work_dir / "master.log", "I have been elected leader", master)
+        worker = _start(["org.apache.spark.deploy.worker.Worker", master_url, "--host", "127.0.0.1",
+                         "--cores", str(cores), "--memory", memory, "--webui-port", str(free_port()),
+                         "--work-dir", str(work_dir / "work")], work_dir / "worker.log")
+        _wait_for(work_dir / "worker.log", "Successfully registered with master", worker)
+        yield master_url
+    finally:
+        if worker is not None:
+            _stop(worker)
+        _stop(master)

@@ -1,0 +1,146 @@
+"""Finalizing check rows into findings: severity, suppressions, new / ongoing / resolved, first_seen."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+from kafka_zk_audit.audit.findings import finalize_findings
+from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, FINDINGS
+from kafka_zk_audit.contract.settings import parse_config
+from tests.audit.checks.test_checks import small_data_settings
+
+pytestmark = pytest.mark.spark
+
+S0, S1, S2 = "20261122T040000Z", "20261122T050000Z", "20261122T060000Z"
+STATE = "/brokers/topics/t/partitions/{}/state"
+
+CONFIG = parse_config({
+    "severity_overrides": {"preferred_leader_not_leader": "warning", "controller_missing": "error"},
+    "suppressions": [
+        {"check_id": "under_replicated", "topic": "scratch-*", "reason": "scratch topics"},
+        {"check_id": "owner_assignment_mismatch", "group_id": "legacy-?", "reason": "legacy groups rebalance slowly"},
+        {"check_id": "broker_registration_not_ephemeral", "broker_id": 3, "reason": "broker 3 is a test rig"},
+    ],
+})
+
+
+def frame(spark: SparkSession, schema: StructType, rows: list[dict[str, Any]]) -> DataFrame:
+    records = [{name: row.get(name) for name in schema.names} for row in rows]
+    return spark.createDataFrame(pa.Table.from_pylist(records, schema=to_arrow_schema(schema)))
+
+
+def raw_row(check_id: str, topic: str | None = None, partition: int | None = None, path: str = "/x",
+            detail: str = "evidence", **subject: Any) -> dict[str, Any]:
+    return {"check_id": check_id, "topic": topic, "partition": partition, "path": path, "detail": detail, **subject}
+
+
+CURRENT = [
+    raw_row("leader_not_in_isr", "t", 0, STATE.format(0), "leader 3 not in isr [1, 2]"),   # ongoing since S0
+    raw_row("controller_missing", path="/controller", detail="no /controller znode"),       # ongoing (null subject)
+    raw_row("under_replicated", "t", 1, STATE.format(1)),                                   # new
+    raw_row("preferred_leader_not_leader", "t", 2, STATE.format(2)),                        # new, severity warning
+    raw_row("leader_not_alive", "t", 3, STATE.format(3), "second"),                         # new, two rows, one id
+    raw_row("leader_not_alive", "t", 3, STATE.format(3), "first"),
+    raw_row("under_replicated", "scratch-1", 0, "/brokers/topics/scratch-1/partitions/0/state"),  # suppressed
+    raw_row("owner_assignment_mismatch", "t", 0, "/consumers/legacy-1/owners/t/0", group_id="legacy-1"),  # suppressed
+    raw_row("owner_assignment_mismatch", "t", 0, "/consumers/legacy-10/owners/t/0", group_id="legacy-10"),  # new
+    raw_row("broker_registration_not_ephemeral", path="/brokers/ids/3", broker_id=3),       # suppressed
+    raw_row("broker_registration_not_ephemeral", path="/brokers/ids/4", broker_id=4),       # new
+]
+
+
+def previous_row(check_id: str, topic: str | None, partition: int | None, path: str, first_seen: str,
+                 **subject: Any) -> dict[str, Any]:
+    return {"snapshot_id": S1, "check_id": check_id, "severity": "error", "topic": topic, "partition": partition,
+            "path": path, "detail": "old evidence", "first_seen": first_seen,
+            "status": "new" if first_seen == S1 else "ongoing", **subject}
+
+
+PREVIOUS = [
+    previous_row("leader_not_in_isr", "t", 0, STATE.format(0), S0),
+    previous_row("controller_missing", None, None, "/controller", S1),
+    previous_row("offline_partition", "t", 5, STATE.format(5), S0),                          # resolved now
+    previous_row("under_replicated", "scratch-1", 0, "/brokers/topics/scratch-1/partitions/0/state", S0),
+    previous_row("leader_not_in_isr", "t", 0, "/elsewhere", S0),                              # other path: resolved
+]
+
+
+@pytest.fixture(scope="module")
+def small_data_spark(spark: SparkSession) -> Iterator[SparkSession]:
+    with small_data_settings(spark):
+        yield spark
+
+
+@pytest.fixture(scope="module")
+def finalized(small_data_spark: SparkSession) -> dict[str, Any]:
+    spark = small_data_spark
+    raw = frame(spark, CHECK_OUTPUT, CURRENT)
+    with_history, stats = finalize_findings(raw, S2, frame(spark, FINDINGS, PREVIOUS), CONFIG)
+    first_run, first_stats = finalize_findings(raw, S2, None, CONFIG)
+    out = {
+        "columns": with_history.columns,
+        "rows": [row.asDict() for row in with_history.collect()],
+        "stats": stats,
+        "first_rows": [row.asDict() for row in first_run.collect()],
+        "first_stats": first_stats,
+    }
+    with_history.unpersist()
+    first_run.unpersist()
+    return out
+
+
+def _by_subject(rows: list[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
+    return {(r["check_id"], r["topic"], r["partition"], r["group_id"], r["broker_id"], r["path"]): r for r in rows}
+
+
+def test_findings_have_exactly_the_contract_columns(finalized: dict[str, Any]) -> None:
+    assert finalized["columns"] == FINDINGS.names
+    assert {row["snapshot_id"] for row in finalized["rows"]} == {S2}
+
+
+def test_new_ongoing_and_first_seen(finalized: dict[str, Any]) -> None:
+    rows = _by_subject(finalized["rows"])
+    ongoing = rows[("leader_not_in_isr", "t", 0, None, None, STATE.format(0))]
+    assert (ongoing["status"], ongoing["first_seen"], ongoing["detail"]) == (
+        "ongoing", S0, "leader 3 not in isr [1, 2]"
+    )
+    controller = rows[("controller_missing", None, None, None, None, "/controller")]
+    assert (controller["status"], controller["first_seen"]) == ("ongoing", S1)
+    fresh = rows[("under_replicated", "t", 1, None, None, STATE.format(1))]
+    assert (fresh["status"], fresh["first_seen"]) == ("new", S2)
+    assert finalized["stats"] == {"new": 5, "resolved": 2, "ongoing": 2, "suppressed": 3}
+
+
+def test_severity_defaults_and_overrides(finalized: dict[str, Any]) -> None:
+    rows = _by_subject(finalized["rows"])
+    assert rows[("preferred_leader_not_leader", "t", 2, None, None, STATE.format(2))]["severity"] == "warning"
+    assert rows[("controller_missing", None, None, None, None, "/controller")]["severity"] == "error"
+    assert rows[("under_replicated", "t", 1, None, None, STATE.format(1))]["severity"] == "warning"
+    assert rows[("leader_not_in_isr", "t", 0, None, None, STATE.format(0))]["severity"] == "error"
+
+
+def test_suppressions_drop_findings(finalized: dict[str, Any]) -> None:
+    subjects = {(r["check_id"], r["topic"], r["group_id"], r["broker_id"]) for r in finalized["rows"]}
+    assert ("under_replicated", "scratch-1", None, None) not in subjects
+    assert ("owner_assignment_mismatch", "t", "legacy-1", None) not in subjects
+    assert ("owner_assignment_mismatch", "t", "legacy-10", None) in subjects  # ? is one character
+    assert ("broker_registration_not_ephemeral", None, None, 3) not in subjects
+    assert ("broker_registration_not_ephemeral", None, None, 4) in subjects
+
+
+def test_one_finding_per_identity(finalized: dict[str, Any]) -> None:
+    rows = [r for r in finalized["rows"] if r["check_id"] == "leader_not_alive"]
+    assert [r["detail"] for r in rows] == ["first; second"]
+    assert len(finalized["rows"]) == len(_by_subject(finalized["rows"])) == 7
+
+
+def test_first_run_everything_is_new(finalized: dict[str, Any]) -> None:
+    assert {(r["status"], r["first_seen"]) for r in finalized["first_rows"]} == {("new", S2)}
+    assert finalized["first_stats"] == {"new": 7, "resolved": 0, "ongoing": 0, "suppressed": 3}

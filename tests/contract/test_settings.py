@@ -1,0 +1,160 @@
+"""The audit settings: packaged defaults, durations, merging over defaults, and clear errors."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kafka_zk_audit.contract.catalogue import CHECK_IDS
+from kafka_zk_audit.contract.settings import (
+    AuditConfig,
+    Suppression,
+    format_duration,
+    glob_to_regex,
+    load_config,
+    parse_config,
+    parse_duration,
+)
+
+
+def test_packaged_defaults() -> None:
+    config = load_config(None)
+    assert isinstance(config, AuditConfig)
+    assert config.sla.delete_topic == timedelta(hours=24)
+    assert config.sla.reassignment == timedelta(hours=24)
+    assert config.sla.preferred_election == timedelta(hours=1)
+    assert config.notification_backlog.max_children == 100
+    assert config.notification_backlog.max_age == timedelta(minutes=30)
+    assert config.severity_overrides == {}
+    assert config.suppressions == ()
+    assert config.alerts.only_new is True
+    assert config.alerts.email_to == ()
+    assert config.alerts.smtp_conn_id == "smtp_default"
+    assert config.alerts.webhook_conn_id is None
+    assert config.alerts.top_offenders == 10
+    assert config.gate.gating_severities == ("critical", "error")
+    assert config.severity_of("offline_partition") == "critical"
+    assert config.is_gating("error") and not config.is_gating("warning")
+
+
+def test_every_default_setting_is_documented() -> None:
+    text = (Path(__file__).resolve().parents[2] / "plugins/kafka_zk_audit/contract/default_settings.yaml").read_text()
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if re.match(r"^\s*[a-z_]+:", line):
+            above = lines[i - 1].strip() if i else ""
+            assert above.startswith("#"), f"undocumented setting: {line.strip()}"
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("90s", 90), ("30m", 1800), ("24h", 86400), ("7d", 604800), ("1w", 604800), ("1h30m", 5400),
+     ("1.5h", 5400), (" 2 h ", 7200), ("3600", 3600), (3600, 3600), (0.5, 0.5), ("0s", 0)],
+)
+def test_durations(text: object, seconds: float) -> None:
+    assert parse_duration(text).total_seconds() == seconds
+
+
+@pytest.mark.parametrize("text", ["", "soon", "10 minutes", "5x", "-5m", -1, True, None, [1]])
+def test_bad_durations(text: object) -> None:
+    with pytest.raises(ValueError, match="sla.delete_topic"):
+        parse_config({"sla": {"delete_topic": text}})
+
+
+def test_format_duration() -> None:
+    assert [format_duration(timedelta(seconds=s)) for s in (0, 90, 3600, 86400 + 7200, 93784)] == [
+        "0s", "1m 30s", "1h", "1d 2h", "1d 2h 3m 4s",
+    ]
+
+
+def test_file_overrides_merge_over_defaults(tmp_path: Path) -> None:
+    path = tmp_path / "audit.yaml"
+    path.write_text(yaml.safe_dump({
+        "sla": {"reassignment": "6h"},
+        "notification_backlog": {"max_age": 900},
+        "severity_overrides": {"preferred_leader_not_leader": "warning", "under_replicated": "error"},
+        "suppressions": [
+            {"check_id": "under_replicated", "topic": "scratch-*", "reason": "scratch topics run on one broker"},
+            {"check_id": "owner_assignment_mismatch", "group_id": "legacy-?", "broker_id": 3, "reason": "known"},
+        ],
+        "alerts": {"email_to": ["ops@example.com"], "webhook_conn_id": "chat"},
+        "gate": {"gating_severities": ["critical"]},
+    }))
+    config = load_config(path)
+    assert config.sla.reassignment == timedelta(hours=6)
+    assert config.sla.delete_topic == timedelta(hours=24)  # untouched default
+    assert config.notification_backlog.max_age == timedelta(minutes=15)
+    assert config.notification_backlog.max_children == 100
+    assert config.severity_of("preferred_leader_not_leader") == "warning"
+    assert config.severity_of("under_replicated") == "error"
+    assert config.severity_of("leader_not_in_isr") == "error"
+    assert config.suppressions == (
+        Suppression("under_replicated", "scratch topics run on one broker", topic="scratch-*"),
+        Suppression("owner_assignment_mismatch", "known", group_id="legacy-?", broker_id=3),
+    )
+    assert config.alerts.email_to == ("ops@example.com",)
+    assert config.alerts.webhook_conn_id == "chat"
+    assert config.alerts.only_new is True
+    assert config.gate.gating_severities == ("critical",)
+    assert str(path) in config.source
+
+
+def test_empty_file_means_defaults(tmp_path: Path) -> None:
+    path = tmp_path / "empty.yaml"
+    path.write_text("# nothing changed\n")
+    assert load_config(path).sla == load_config(None).sla
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"slas": {}}, r"unknown key 'slas'.*alerts, gate, notification_backlog"),
+        ({"sla": {"delete_topc": "1h"}}, r"unknown key 'sla.delete_topc'.*delete_topic, preferred_election"),
+        ({"alerts": {"only_new": "yes"}}, r"'alerts.only_new' is 'yes'; write true or false"),
+        ({"alerts": {"top_offenders": -1}}, r"'alerts.top_offenders'.*whole number >= 0"),
+        ({"notification_backlog": {"max_children": 1.5}}, r"'notification_backlog.max_children'"),
+        ({"severity_overrides": {"leader_not_in_isr": "fatal"}}, r"'severity_overrides.leader_not_in_isr'.*critical"),
+        ({"severity_overrides": {"leader_in_isr": "error"}}, r"'severity_overrides.leader_in_isr'.*not a check id"),
+        ({"suppressions": [{"check_id": "under_replicated"}]}, r"'suppressions\[0\].reason' is missing"),
+        ({"suppressions": [{"reason": "x"}]}, r"'suppressions\[0\].check_id' is missing"),
+        ({"suppressions": [{"check_id": "nope", "reason": "x"}]}, r"'suppressions\[0\].check_id'"),
+        ({"suppressions": [{"check_id": "under_replicated", "reason": "x", "topics": "a"}]},
+         r"unknown key 'suppressions\[0\].topics'"),
+        ({"suppressions": {"check_id": "under_replicated"}}, r"'suppressions' must be a list"),
+        ({"gate": {"gating_severities": ["critical", "bad"]}}, r"'gate.gating_severities\[1\]'"),
+        ({"sla": "24h"}, r"'sla' must be a mapping"),
+    ],
+)
+def test_bad_settings_name_the_key(raw: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_config(raw)
+
+
+def test_bad_files(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="cannot read it"):
+        load_config(tmp_path / "missing.yaml")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("sla: [unclosed\n")
+    with pytest.raises(ValueError, match="not valid YAML"):
+        load_config(broken)
+    listed = tmp_path / "list.yaml"
+    listed.write_text("- 1\n- 2\n")
+    with pytest.raises(ValueError, match="must be a mapping"):
+        load_config(listed)
+
+
+def test_every_check_can_be_overridden() -> None:
+    config = parse_config({"severity_overrides": {check_id: "info" for check_id in CHECK_IDS}})
+    assert {config.severity_of(check_id) for check_id in CHECK_IDS} == {"info"}
+
+
+@pytest.mark.parametrize("pattern", ["scratch-*", "t?st", "[!a]*", "[]x]y", "a.b", "we[ird", "x[a-c]", "*.log", "*"])
+def test_globs_translate_like_fnmatch(pattern: str) -> None:
+    regex = re.compile(glob_to_regex(pattern))
+    for name in ("scratch-1", "test", "bcd", "acd", "]y", "xy", "a.b", "axb", "we[ird", "xb", "xd", "app.log", ""):
+        assert bool(regex.match(name)) == fnmatch.fnmatchcase(name, pattern), (pattern, name)

@@ -1,0 +1,372 @@
+"""Alerts of a failed gate: message content, e-mail through a real SMTP server, webhook to a real HTTP server.
+
+Both servers listen on 127.0.0.1 and free ports. The warehouse is written with pyarrow (no Spark):
+three successive snapshots, the second with new findings, the third with only ongoing ones.
+"""
+
+from __future__ import annotations
+
+import email
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from aiosmtpd.controller import Controller
+
+from kafka_zk_audit.airflow.notifications.audit_alert import AuditAlertNotifier, redact, url_origin, webhook_url
+from kafka_zk_audit.contract.catalogue import CHECK_IDS
+from kafka_zk_audit.contract.settings import load_config
+from kafka_zk_audit.contract.warehouse import Warehouse
+from kafka_zk_audit.report.alert import build_alert
+from kafka_zk_audit_testing.receivers import (
+    CollectingHandler,
+    WebhookReceiver,
+    accept_only,
+    smtp_receiver,
+    webhook_receiver,
+)
+from kafka_zk_audit_testing.zk_server import free_port
+
+S1, S2, S3 = "20250101T000000Z", "20250101T010000Z", "20250101T020000Z"
+SMTP_LOGIN = "audit-sender"
+SMTP_PASSWORD = "pw-Smtp-5ecret-771"
+WEBHOOK_TOKEN = "T0001/B0002/hook-5ecret-token"
+RECIPIENT = "oncall@example.com"
+
+FINDINGS_ARROW = pa.schema([
+    ("snapshot_id", pa.string()), ("check_id", pa.string()), ("severity", pa.string()), ("topic", pa.string()),
+    ("partition", pa.int32()), ("group_id", pa.string()), ("broker_id", pa.int32()), ("path", pa.string()),
+    ("detail", pa.string()), ("first_seen", pa.string()), ("status", pa.string()),
+])
+
+OFFLINE = {"check_id": "offline_partition", "severity": "critical", "topic": "orders", "partition": 0,
+           "path": "/brokers/topics/orders/partitions/0/state", "detail": "leader is -1 and no isr member is alive"}
+UNDER = {"check_id": "under_replicated", "severity": "warning", "topic": "orders", "partition": 1,
+         "path": "/brokers/topics/orders/partitions/1/state", "detail": "isr [1] smaller than replicas [1, 2]"}
+NOT_IN_ISR = {"check_id": "leader_not_in_isr", "severity": "error", "topic": "payments", "partition": 3,
+              "path": "/brokers/topics/payments/partitions/3/state", "detail": "leader 3 not in isr [1, 2]"}
+OWNER = {"check_id": "owner_not_registered", "severity": "error", "topic": "payments", "partition": 0,
+         "group_id": "billing", "path": "/consumers/billing/owners/payments/0",
+         "detail": "owner billing-c9-0 is not registered under /consumers/billing/ids"}
+NO_CONFIG = {"check_id": "topic_config_missing", "severity": "warning", "topic": "payments",
+             "path": "/brokers/topics/payments", "detail": "no /config/topics/payments"}
+
+# snapshot -> (finding, first_seen) pairs; status is new when first_seen is the snapshot itself.
+HISTORY = {
+    S1: [(OFFLINE, S1), (UNDER, S1)],
+    S2: [(OFFLINE, S1), (UNDER, S1), (NOT_IN_ISR, S2), (OWNER, S2), (NO_CONFIG, S2)],
+    S3: [(OFFLINE, S1), (UNDER, S1), (NOT_IN_ISR, S2), (OWNER, S2), (NO_CONFIG, S2)],
+}
+
+
+def write_snapshot(wh: Warehouse, snapshot_id: str, baseline: str | None) -> None:
+    """Manifest, findings Parquet (Spark-like directory) and audit.json of one audited snapshot."""
+    rows = [{"snapshot_id": snapshot_id, "topic": None, "partition": None, "group_id": None, "broker_id": None,
+             **finding, "first_seen": first_seen, "status": "new" if first_seen == snapshot_id else "ongoing"}
+            for finding, first_seen in HISTORY[snapshot_id]]
+    snapshot_dir = Path(wh.snapshot_dir(snapshot_id))
+    snapshot_dir.mkdir(parents=True)
+    wh.write_json(wh.manifest_path(snapshot_id), {
+        "snapshot_id": snapshot_id, "ensemble": "127.0.0.1:2181", "chroot": "/kafka",
+        "started_at": "2025-01-01T00:00:00+00:00", "znodes": 42, "zxid_window": [1, 9],
+    })
+    findings_dir = Path(wh.findings_dir(snapshot_id))
+    findings_dir.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=FINDINGS_ARROW), findings_dir / "part-00000-c000.snappy.parquet")
+    (findings_dir / "_SUCCESS").write_text("")
+    (findings_dir / ".part-00000-c000.snappy.parquet.crc").write_bytes(b"\x00crc")
+    counts = {check_id: sum(row["check_id"] == check_id for row in rows) for check_id in CHECK_IDS}
+    wh.write_json(f"{wh.run_dir(snapshot_id)}/audit.json", {
+        "snapshot_id": snapshot_id, "baseline_snapshot_id": baseline, "checks": counts,
+        "findings": len(rows), "new_findings": sum(row["status"] == "new" for row in rows),
+        "resolved_findings": 0, "suppressed_findings": 0,
+    })
+
+
+def failed_verdict(wh: Warehouse) -> dict[str, Any]:
+    return {
+        "success": False, "failed_expectations": 3, "non_gating_failed_expectations": 2,
+        "failed": [
+            {"suite": "partitions", "check_id": "offline_partition", "severity": "critical", "unexpected_count": 1,
+             "gating": True},
+            {"suite": "partitions", "check_id": "leader_not_in_isr", "severity": "error", "unexpected_count": 1,
+             "gating": True},
+            {"suite": "consumer_owners", "check_id": "owner_not_registered", "severity": "error",
+             "unexpected_count": 1, "gating": True},
+            {"suite": "partitions", "check_id": "under_replicated", "severity": "warning", "unexpected_count": 1,
+             "gating": False},
+        ],
+        "data_docs": wh.data_docs_index,
+    }
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path) -> Warehouse:
+    wh = Warehouse(str(tmp_path / "warehouse"))
+    write_snapshot(wh, S1, None)
+    write_snapshot(wh, S2, S1)
+    write_snapshot(wh, S3, S2)
+    return wh
+
+
+@dataclass
+class FakeTaskInstance:
+    """What the notifier reads of the callback context's ``ti``."""
+
+    verdict: dict[str, Any] | None
+    snapshot_id: str = S2
+    task_id: str = "gate"
+    log_url: str = "http://airflow.example.com/dags/kafka_zk_audit/runs/manual/tasks/gate"
+    pulls: list[tuple[str, str]] = field(default_factory=list)
+
+    def xcom_pull(self, task_ids: str, key: str = "return_value") -> Any:
+        self.pulls.append((task_ids, key))
+        if task_ids == "gate" and key == "verdict":
+            return self.verdict
+        if task_ids == "snapshot" and key == "return_value":
+            return self.snapshot_id
+        return None
+
+
+@pytest.fixture
+def smtp_server() -> Iterator[tuple[int, CollectingHandler]]:
+    """A real SMTP server on 127.0.0.1 accepting AUTH with SMTP_LOGIN/SMTP_PASSWORD (no TLS)."""
+    with smtp_receiver(SMTP_PASSWORD) as server:
+        yield server
+
+
+@pytest.fixture
+def webhook_server() -> Iterator[WebhookReceiver]:
+    """A real HTTP server on 127.0.0.1: POSTs under /hook answer 200, under /fail 500."""
+    with webhook_receiver() as receiver:
+        yield receiver
+
+
+def configure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, smtp_port: int, webhook: str | None,
+              only_new: bool = True, email_to: list[str] | None = None, top_offenders: int = 10) -> str:
+    """Connections through env vars, and an audit config selecting them; returns the config path."""
+    monkeypatch.setenv("AIRFLOW_CONN_SMTP_TEST", json.dumps({
+        "conn_type": "smtp", "host": "127.0.0.1", "port": smtp_port, "login": SMTP_LOGIN, "password": SMTP_PASSWORD,
+        "extra": {"disable_ssl": True, "disable_tls": True, "from_email": "audit@example.com", "retry_limit": 0,
+                  "timeout": 5},
+    }))
+    if webhook:
+        monkeypatch.setenv("AIRFLOW_CONN_WEBHOOK_TEST", json.dumps({"conn_type": "http", "host": webhook}))
+    path = tmp_path / f"audit-{only_new}.yaml"
+    path.write_text(yaml.safe_dump({"alerts": {
+        "only_new": only_new, "email_to": [RECIPIENT] if email_to is None else email_to,
+        "smtp_conn_id": "smtp_test", "webhook_conn_id": "webhook_test" if webhook else None,
+        "top_offenders": top_offenders,
+    }}))
+    return str(path)
+
+
+def notify(wh: Warehouse, snapshot_id: str, config: str | None, verdict: dict[str, Any] | None) -> None:
+    notifier = AuditAlertNotifier(warehouse=wh.root, snapshot_id=snapshot_id, audit_config=config)
+    notifier.notify({"ti": FakeTaskInstance(verdict, snapshot_id)})
+
+
+def html_body(message: email.message.EmailMessage) -> str:
+    return message.get_body(("html",)).get_content()
+
+
+def all_logs(caplog: pytest.LogCaptureFixture) -> str:
+    """Everything logged by the code under test (the test SMTP server's own log left out)."""
+    return "\n".join(r.getMessage() for r in caplog.records if not r.name.startswith("mail.log"))
+
+
+def test_failed_gate_alerts_by_email_and_webhook(warehouse, smtp_server, webhook_server, tmp_path, monkeypatch,
+                                                 caplog):
+    caplog.set_level(logging.DEBUG)
+    smtp_port, inbox = smtp_server
+    config = configure(tmp_path, monkeypatch, smtp_port=smtp_port, webhook=webhook_server.url(f"/hook/{WEBHOOK_TOKEN}"))
+
+    notify(warehouse, S2, config, failed_verdict(warehouse))
+
+    [message] = inbox.messages()
+    assert message["To"] == RECIPIENT and message["From"] == "audit@example.com"
+    assert S2 in message["Subject"] and "gate FAILED" in message["Subject"]
+    assert "2 new critical/error finding(s)" in message["Subject"]
+    assert "leader_not_in_isr" in message["Subject"] and "owner_not_registered" in message["Subject"]
+    body = html_body(message)
+    for fragment in (
+        # counts per check: severity, check, total, new
+        ">offline_partition</td>",
+        "under_replicated", "topic_config_missing",
+        # new since the previous run, with subject, path and detail
+        "/consumers/billing/owners/payments/0", "owner billing-c9-0 is not registered under /consumers/billing/ids",
+        "/brokers/topics/payments/partitions/3/state", "leader 3 not in isr [1, 2]",
+        # top offenders: the worst, ongoing, shows too
+        "topic orders", "group billing", "leader is -1 and no isr member is alive",
+        # baseline, gate, cluster and links
+        f"since {S1}", "3 gating expectation(s) failed", "127.0.0.1:2181/kafka",
+        warehouse.data_docs_index, Path(warehouse.data_docs_index).as_uri(),
+    ):
+        assert fragment in body, fragment
+
+    [post] = webhook_server.posts
+    assert post["path"] == f"/hook/{WEBHOOK_TOKEN}"
+    assert post["headers"]["Content-Type"].startswith("application/json")
+    payload = post["json"]
+    text = payload["text"]
+    assert text.startswith(f"Kafka ZooKeeper audit: gate FAILED for snapshot {S2}")
+    for fragment in ("Findings per check (total / new):", "critical offline_partition", "1 / 0",
+                     "New since the previous run (3):",
+                     "[error, new] owner_not_registered group billing topic payments partition 0 at "
+                     "/consumers/billing/owners/payments/0: owner billing-c9-0 is not registered",
+                     "Top offenders (critical/error):", "1. topic orders", "2. group billing",
+                     f"Data Docs: {warehouse.data_docs_index}"):
+        assert fragment in text, fragment
+    assert payload["blocks"][0]["type"] == "header" and S2 in payload["blocks"][0]["text"]["text"]
+    facts = payload["kafka_zk_audit"]
+    assert facts["snapshot_id"] == S2 and facts["baseline_snapshot_id"] == S1
+    assert facts["gate"]["success"] is False and facts["gate"]["failed_expectations"] == 3
+    assert {c["check_id"]: (c["count"], c["new"]) for c in facts["checks"]} == {
+        "offline_partition": (1, 0), "leader_not_in_isr": (1, 1), "owner_not_registered": (1, 1),
+        "under_replicated": (1, 0), "topic_config_missing": (1, 1),
+    }
+    assert [f["check_id"] for f in facts["new_findings"]] == [
+        "leader_not_in_isr", "owner_not_registered", "topic_config_missing"]
+    assert [(o["kind"], o["name"]) for o in facts["top_offenders"]] == [
+        ("topic", "orders"), ("group", "billing"), ("topic", "payments")]
+    assert facts["top_offenders"][0]["worst"]["detail"] == OFFLINE["detail"]
+    assert facts["data_docs"] == warehouse.data_docs_index
+    assert facts["run_url"].startswith("http://airflow.example.com/")
+
+    logs = all_logs(caplog)
+    assert "e-mail sent to oncall@example.com" in logs and "webhook accepted by http://127.0.0.1:" in logs
+    raw_mail = inbox.envelopes[0].content.decode("utf-8", "replace")
+    for secret in (SMTP_PASSWORD, WEBHOOK_TOKEN):
+        assert secret not in logs
+        assert secret not in raw_mail and secret not in json.dumps(payload)
+
+
+def test_only_new_findings_alert_again(warehouse, smtp_server, webhook_server, tmp_path, monkeypatch, caplog):
+    caplog.set_level(logging.INFO)
+    smtp_port, inbox = smtp_server
+    hook = webhook_server.url("/hook/x")
+    only_new = configure(tmp_path, monkeypatch, smtp_port=smtp_port, webhook=hook, only_new=True)
+
+    notify(warehouse, S3, only_new, failed_verdict(warehouse))  # the gate still fails, on ongoing findings only
+    assert inbox.envelopes == [] and webhook_server.posts == []
+    assert f"snapshot {S3}: the gate failed, but no critical/error finding is new" in all_logs(caplog)
+
+    every_failure = configure(tmp_path, monkeypatch, smtp_port=smtp_port, webhook=hook, only_new=False)
+    notify(warehouse, S3, every_failure, failed_verdict(warehouse))
+    [message] = inbox.messages()
+    assert "3 critical/error finding(s), none new" in message["Subject"] and S3 in message["Subject"]
+    [post] = webhook_server.posts
+    assert "New since the previous run (0):\n  none" in post["json"]["text"]
+    assert "alerts.only_new is off" in post["json"]["text"]
+
+
+def test_first_snapshot_alerts_without_baseline(warehouse, tmp_path, monkeypatch):
+    config = load_config(configure(tmp_path, monkeypatch, smtp_port=1, webhook=None, top_offenders=1))
+    alert = build_alert(warehouse.root, S1, config, failed_verdict(warehouse))
+    assert alert is not None
+    assert alert.subject == (f"[kafka-zk-audit] gate FAILED for snapshot {S1}: "
+                             "1 new critical/error finding(s): offline_partition")
+    assert "(first audited snapshot, no baseline)" in alert.text
+    assert len(alert.facts["new_findings"]) == 1 and alert.facts["new_findings_not_listed"] == 1
+    assert "… and 1 more" in alert.text and len(alert.facts["top_offenders"]) == 1
+
+
+def test_passed_gate_or_no_channels_send_nothing(warehouse, smtp_server, tmp_path, monkeypatch, caplog):
+    caplog.set_level(logging.INFO)
+    smtp_port, inbox = smtp_server
+    config = configure(tmp_path, monkeypatch, smtp_port=smtp_port, webhook=None, email_to=[])
+
+    notify(warehouse, S2, config, {"success": True, "failed_expectations": 0})
+    assert "the gate passed; no alert" in all_logs(caplog)
+
+    notify(warehouse, S2, config, failed_verdict(warehouse))
+    logs = all_logs(caplog)
+    assert "e-mail skipped: alerts.email_to is empty" in logs
+    assert "webhook skipped: alerts.webhook_conn_id is not set" in logs
+    assert inbox.envelopes == []
+
+
+@pytest.mark.parametrize("webhook_kind", ["http_500", "unreachable"])
+def test_delivery_failures_are_logged_and_never_raise(warehouse, webhook_server, tmp_path, monkeypatch, caplog,
+                                                      webhook_kind):
+    caplog.set_level(logging.DEBUG)
+    if webhook_kind == "http_500":
+        hook = webhook_server.url(f"/fail/{WEBHOOK_TOKEN}")
+    else:
+        hook = f"http://127.0.0.1:{free_port()}/hook/{WEBHOOK_TOKEN}"
+    config = configure(tmp_path, monkeypatch, smtp_port=free_port(), webhook=hook)  # nothing listens on SMTP
+
+    notify(warehouse, S2, config, failed_verdict(warehouse))  # must not raise
+
+    logs = all_logs(caplog)
+    assert "audit alert e-mail NOT delivered (SMTP connection smtp_test): ConnectionRefusedError" in logs
+    if webhook_kind == "http_500":
+        assert "webhook NOT delivered (connection webhook_test, http://127.0.0.1:" in logs
+        assert "HTTP 500 Internal Server Error: receiver broke" in logs
+        assert len(webhook_server.posts) == 1
+    else:
+        assert "webhook NOT delivered (connection webhook_test, http://127.0.0.1:" in logs
+        assert "URLError" in logs
+    assert WEBHOOK_TOKEN not in logs and SMTP_PASSWORD not in logs
+
+
+def test_smtp_rejecting_the_login_is_logged_without_the_password(warehouse, tmp_path, monkeypatch, caplog):
+    caplog.set_level(logging.DEBUG)
+    handler = CollectingHandler()
+    port = free_port()
+    controller = Controller(handler, hostname="127.0.0.1", port=port, authenticator=accept_only("another-one"),
+                            auth_require_tls=False)
+    controller.start()
+    try:
+        config = configure(tmp_path, monkeypatch, smtp_port=port, webhook=None)
+        notify(warehouse, S2, config, failed_verdict(warehouse))
+    finally:
+        controller.stop()
+    logs = all_logs(caplog)
+    assert "e-mail NOT delivered (SMTP connection smtp_test): SMTPAuthenticationError" in logs
+    assert SMTP_PASSWORD not in logs and handler.envelopes == []
+
+
+def test_templated_fields_render_from_the_callback_context(warehouse, smtp_server, tmp_path, monkeypatch):
+    smtp_port, inbox = smtp_server
+    config = configure(tmp_path, monkeypatch, smtp_port=smtp_port, webhook=None)
+    notifier = AuditAlertNotifier(
+        warehouse="{{ params.warehouse }}",
+        snapshot_id="{{ ti.xcom_pull(task_ids='snapshot') }}",
+        audit_config="{{ params.audit_config or '' }}",
+    )
+    ti = FakeTaskInstance(failed_verdict(warehouse), snapshot_id=S2)
+    notifier({"ti": ti, "params": {"warehouse": warehouse.root, "audit_config": config}})  # BaseNotifier.__call__
+    assert (notifier.warehouse, notifier.snapshot_id, notifier.audit_config) == (warehouse.root, S2, config)
+    assert ("gate", "verdict") in ti.pulls
+    [message] = inbox.messages()
+    assert S2 in message["Subject"]
+
+
+def test_missing_findings_or_snapshot_id_are_logged(warehouse, tmp_path, monkeypatch, caplog):
+    caplog.set_level(logging.INFO)
+    config = configure(tmp_path, monkeypatch, smtp_port=free_port(), webhook=None)
+    notify(warehouse, "20250101T030000Z", config, failed_verdict(warehouse))
+    notify(warehouse, "None", config, None)
+    logs = all_logs(caplog)
+    assert "alert for snapshot 20250101T030000Z not sent: it could not be built: FileNotFoundError" in logs
+    assert "audit alert not sent: no snapshot id" in logs
+
+
+def test_webhook_url_from_connection_fields():
+    assert webhook_url("http://127.0.0.1:8080/hook", None, None, None) == "http://127.0.0.1:8080/hook"
+    assert webhook_url("hooks.example.com", None, None, "/services/T/B/X") == "https://hooks.example.com/services/T/B/X"
+    assert webhook_url("alerts.internal", "http", 8080, "kafka") == "http://alerts.internal:8080/kafka"
+    with pytest.raises(ValueError, match="no host"):
+        webhook_url(None, None, None, None)
+    with pytest.raises(ValueError, match="use http or https"):
+        webhook_url("file:///etc/passwd", None, None, None)
+    assert url_origin(f"https://hooks.example.com/services/{WEBHOOK_TOKEN}?x=1") == "https://hooks.example.com"
+    assert redact("token T0001/B0002 in text", ["T0001/B0002", None, ""]) == "token *** in text"
