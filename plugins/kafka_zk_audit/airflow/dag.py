@@ -95,21 +95,13 @@ def build_dag() -> DAG:
         def publish_summary(warehouse: str, snapshot_id: str | None, **context) -> dict:
             """Write summary.json; fail the run when the audit did not complete or the gate failed."""
             from kafka_zk_audit.contract.warehouse import Warehouse
-            from kafka_zk_audit.report.summary import build_summary, format_summary, write_summary
+            from kafka_zk_audit.report.summary import AuditIncomplete, format_summary, summarize_run
 
-            if not snapshot_id or snapshot_id == "None":
-                raise AirflowFailException("no snapshot was taken; see the snapshot task's log")
-            wh = Warehouse(warehouse)
-            manifest = wh.read_json(wh.manifest_path(snapshot_id))
-            audit_path = f"{wh.run_dir(snapshot_id)}/audit.json"
-            if not wh.exists(audit_path):
-                raise AirflowFailException(
-                    f"the Spark audit of {snapshot_id} did not complete; see the audit task's log"
-                )
-            audit_figures = wh.read_json(audit_path)
-            verdict = context["ti"].xcom_pull(task_ids="gate", key="verdict")
-            summary = build_summary(manifest, audit_figures, verdict, wh.data_docs_index)
-            path = write_summary(wh, summary)
+            try:
+                summary, path = summarize_run(Warehouse(warehouse), snapshot_id,
+                                              context["ti"].xcom_pull(task_ids="gate", key="verdict"))
+            except AuditIncomplete as error:
+                raise AirflowFailException(str(error)) from error
             print(format_summary(summary))
             print(f"summary: {path}")
             if not summary["gate"]["success"]:

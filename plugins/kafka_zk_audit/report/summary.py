@@ -37,6 +37,22 @@ def build_summary(manifest: dict[str, Any], audit: dict[str, Any] | None, verdic
     }
 
 
+class AuditIncomplete(RuntimeError):
+    """The run produced no audit to summarize (no snapshot, or the Spark app did not finish)."""
+
+
+def summarize_run(warehouse: Warehouse, snapshot_id: str | None, verdict: dict[str, Any] | None) -> tuple[dict, str]:
+    """Build and write ``summary.json`` of one run; ``AuditIncomplete`` says which stage left nothing to summarize."""
+    if not snapshot_id or snapshot_id == "None":
+        raise AuditIncomplete("no snapshot was taken; see the snapshot task's log")
+    manifest = warehouse.read_json(warehouse.manifest_path(snapshot_id))
+    audit_path = f"{warehouse.run_dir(snapshot_id)}/audit.json"
+    if not warehouse.exists(audit_path):
+        raise AuditIncomplete(f"the Spark audit of {snapshot_id} did not complete; see the audit task's log")
+    summary = build_summary(manifest, warehouse.read_json(audit_path), verdict, warehouse.data_docs_index)
+    return summary, write_summary(warehouse, summary)
+
+
 def write_summary(warehouse: Warehouse, summary: dict[str, Any]) -> str:
     path = warehouse.summary_path(summary["snapshot_id"])
     warehouse.write_json(path, summary)
