@@ -6,6 +6,7 @@ three successive snapshots, the second with new findings, the third with only on
 
 from __future__ import annotations
 
+import base64
 import email
 import json
 import logging
@@ -20,7 +21,7 @@ import pytest
 import yaml
 from aiosmtpd.controller import Controller
 
-from kafka_zk_audit.airflow.notifications.audit_alert import AuditAlertNotifier, redact, url_origin, webhook_url
+from kafka_zk_audit.airflow.notifications.audit_alert import AuditAlertNotifier, redact, url_origin, url_secrets
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
 from kafka_zk_audit.contract.settings import load_config
 from kafka_zk_audit.contract.warehouse import Warehouse
@@ -242,6 +243,9 @@ def test_failed_gate_alerts_by_email_and_webhook(warehouse, smtp_server, webhook
 
     logs = all_logs(caplog)
     assert "e-mail sent to oncall@example.com" in logs and "webhook accepted by http://127.0.0.1:" in logs
+    # The HTTP hook names the URL it POSTs to (DEBUG), and urllib3 the request line: both redacted.
+    assert "Sending 'POST' to url: ***" in logs and '"POST *** HTTP/1.1" 200' in logs
+    assert post["headers"]["User-Agent"] == "kafka-zk-audit" and "Authorization" not in post["headers"]
     raw_mail = inbox.envelopes[0].content.decode("utf-8", "replace")
     for secret in (SMTP_PASSWORD, WEBHOOK_TOKEN):
         assert secret not in logs
@@ -293,14 +297,15 @@ def test_passed_gate_or_no_channels_send_nothing(warehouse, smtp_server, tmp_pat
     assert inbox.envelopes == []
 
 
-@pytest.mark.parametrize("webhook_kind", ["http_500", "unreachable"])
-def test_delivery_failures_are_logged_and_never_raise(warehouse, webhook_server, tmp_path, monkeypatch, caplog,
+@pytest.mark.parametrize("webhook_kind", ["http_500", "unreachable", "not_http"])
+def test_delivery_failures_are_logged_and_never_raise(warehouse, webhook_server, tmp_path, monkeypatch, caplog, capfd,
                                                       webhook_kind):
     caplog.set_level(logging.DEBUG)
-    if webhook_kind == "http_500":
-        hook = webhook_server.url(f"/fail/{WEBHOOK_TOKEN}")
-    else:
-        hook = f"http://127.0.0.1:{free_port()}/hook/{WEBHOOK_TOKEN}"
+    hook = {
+        "http_500": webhook_server.url(f"/fail/{WEBHOOK_TOKEN}"),
+        "unreachable": f"http://127.0.0.1:{free_port()}/hook/{WEBHOOK_TOKEN}",
+        "not_http": f"ftp://127.0.0.1:{webhook_server.port}/hook/{WEBHOOK_TOKEN}",
+    }[webhook_kind]
     config = configure(tmp_path, monkeypatch, smtp_port=free_port(), webhook=hook)  # nothing listens on SMTP
 
     notify(warehouse, S2, config, failed_verdict(warehouse))  # must not raise
@@ -311,10 +316,18 @@ def test_delivery_failures_are_logged_and_never_raise(warehouse, webhook_server,
         assert "webhook NOT delivered (connection webhook_test, http://127.0.0.1:" in logs
         assert "HTTP 500 Internal Server Error: receiver broke" in logs
         assert len(webhook_server.posts) == 1
-    else:
+    elif webhook_kind == "unreachable":
         assert "webhook NOT delivered (connection webhook_test, http://127.0.0.1:" in logs
-        assert "URLError" in logs
+        assert "ConnectionError: HTTPConnectionPool(host='127.0.0.1'" in logs and "Connection refused" in logs
+        # the HTTP hook's own warning names the path (the token) it could not reach: redacted
+        assert "with url: *** (Caused by NewConnectionError" in logs
+    else:
+        assert "webhook NOT delivered (connection webhook_test, ftp://127.0.0.1:" in logs
+        assert "InvalidSchema: No connection adapters were found for '***'" in logs
+        assert webhook_server.posts == []
+    printed = capfd.readouterr()
     assert WEBHOOK_TOKEN not in logs and SMTP_PASSWORD not in logs
+    assert WEBHOOK_TOKEN not in printed.out + printed.err
 
 
 def test_smtp_rejecting_the_login_is_logged_without_the_password(warehouse, tmp_path, monkeypatch, caplog):
@@ -360,13 +373,35 @@ def test_missing_findings_or_snapshot_id_are_logged(warehouse, tmp_path, monkeyp
     assert "audit alert not sent: no snapshot id" in logs
 
 
-def test_webhook_url_from_connection_fields():
-    assert webhook_url("http://127.0.0.1:8080/hook", None, None, None) == "http://127.0.0.1:8080/hook"
-    assert webhook_url("hooks.example.com", None, None, "/services/T/B/X") == "https://hooks.example.com/services/T/B/X"
-    assert webhook_url("alerts.internal", "http", 8080, "kafka") == "http://alerts.internal:8080/kafka"
-    with pytest.raises(ValueError, match="no host"):
-        webhook_url(None, None, None, None)
-    with pytest.raises(ValueError, match="use http or https"):
-        webhook_url("file:///etc/passwd", None, None, None)
-    assert url_origin(f"https://hooks.example.com/services/{WEBHOOK_TOKEN}?x=1") == "https://hooks.example.com"
+def test_webhook_basic_auth_from_the_connection(warehouse, webhook_server, tmp_path, monkeypatch, caplog):
+    caplog.set_level(logging.DEBUG)
+    url = webhook_server.url(f"/hook/{WEBHOOK_TOKEN}")
+    cfg = load_config(configure(tmp_path, monkeypatch, smtp_port=free_port(), webhook=url, email_to=[]))
+    monkeypatch.setenv("AIRFLOW_CONN_WEBHOOK_TEST", json.dumps({
+        "conn_type": "http", "host": url, "login": "audit", "password": SMTP_PASSWORD,
+        "extra": {"X-Audit-Source": "kafka-zk-audit"},
+    }))
+    alert = build_alert(warehouse.root, S2, cfg, failed_verdict(warehouse))
+    assert alert is not None
+
+    assert AuditAlertNotifier.send_webhook(alert, cfg) is True
+
+    [post] = webhook_server.posts
+    expected = "Basic " + base64.b64encode(f"audit:{SMTP_PASSWORD}".encode()).decode()
+    assert post["headers"]["Authorization"] == expected
+    assert post["headers"]["X-Audit-Source"] == "kafka-zk-audit"  # connection extra: headers, as the provider does
+    assert post["json"]["kafka_zk_audit"]["snapshot_id"] == S2
+    logs = all_logs(caplog)
+    assert "webhook accepted by http://127.0.0.1:" in logs
+    assert SMTP_PASSWORD not in logs and WEBHOOK_TOKEN not in logs
+
+
+def test_url_secrets_origin_and_redaction():
+    url = f"https://hooks.example.com/services/{WEBHOOK_TOKEN}?x=1"
+    assert url_origin(url) == "https://hooks.example.com"
+    assert url_origin("http://127.0.0.1:8080/hook") == "http://127.0.0.1:8080"
+    assert url_secrets(url) == [url, f"/services/{WEBHOOK_TOKEN}?x=1", f"/services/{WEBHOOK_TOKEN}"]
+    assert url_secrets("https://user:pa55@hooks.example.com/") == ["https://user:pa55@hooks.example.com/", "pa55"]
+    assert url_secrets("https://hooks.example.com") == ["https://hooks.example.com"]
     assert redact("token T0001/B0002 in text", ["T0001/B0002", None, ""]) == "token *** in text"
+    assert redact(f"POST /services/{WEBHOOK_TOKEN}?x=1 failed", url_secrets(url)) == "POST *** failed"

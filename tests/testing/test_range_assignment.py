@@ -1,67 +1,46 @@
-"""The old consumer's range assignment (kafka-zk-layout.md §6.3) against its documented examples."""
+"""The simulator's range assignment (kafka-zk-layout.md §6.3) against owners worked out by hand."""
 
 from __future__ import annotations
 
+import random
+
+import pytest
+
 from kafka_zk_audit_testing.range_assignment import range_assign, sort_thread_ids, thread_ids
+from tests.range_examples import WORKED_EXAMPLES, RangeExample, assert_range_shape
 
 
-def owned_by(owners: dict[int, str]) -> dict[str, list[int]]:
-    result: dict[str, list[int]] = {}
-    for partition, thread in sorted(owners.items()):
-        result.setdefault(thread, []).append(partition)
-    return result
+@pytest.mark.parametrize("example", WORKED_EXAMPLES, ids=lambda example: example.group)
+def test_worked_examples(example: RangeExample) -> None:
+    assert range_assign(list(example.partitions), example.thread_ids()) == example.owners
+    # The order the znodes are listed in does not matter.
+    assert range_assign(list(reversed(example.partitions)), example.thread_ids()[::-1]) == example.owners
 
 
-def by_node(owners: dict[int, str]) -> dict[str, list[int]]:
-    """Partitions per consumer host, from thread ids ``<group>_<host>-<ms>-<hex>-<n>``."""
-    result: dict[str, list[int]] = {}
-    for partition, thread in sorted(owners.items()):
-        result.setdefault(thread.split("_")[1].split("-")[0], []).append(partition)
-    return result
+def test_threads_sort_as_java_strings() -> None:
+    assert sort_thread_ids(thread_ids("c", 11)) == [
+        "c-0", "c-1", "c-10", "c-2", "c-3", "c-4", "c-5", "c-6", "c-7", "c-8", "c-9"]
+    assert sort_thread_ids(["c-2-0", "c-10-0"]) == ["c-10-0", "c-2-0"]
+    # Java compares UTF-16 code units: U+1F600 is the surrogate pair D83D DE00, below U+FF61.
+    assert sort_thread_ids(["c-\uff61-0", "c-\U0001f600-0"]) == ["c-\U0001f600-0", "c-\uff61-0"]
 
 
-def test_partition_assignor_doc_example():
-    owners = range_assign([0, 1, 2, 3, 4], ["C1-0", "C1-1", "C2-0", "C2-1"])
-    assert owners == {0: "C1-0", 1: "C1-0", 2: "C1-1", 3: "C2-0", 4: "C2-1"}
+def test_thread_ids_of_a_consumer() -> None:
+    assert thread_ids("g_host-1525747915241-6b48ff32", 3) == [
+        "g_host-1525747915241-6b48ff32-0", "g_host-1525747915241-6b48ff32-1", "g_host-1525747915241-6b48ff32-2"]
+    assert thread_ids("g_host-1-abcdef12", 0) == []
 
 
-def test_seed_article_report_log_three_consumers_one_thread_each():
-    """report-log, 4 partitions: node1 consumes 0,1; node2 consumes 2; node3 consumes 3."""
-    consumers = [f"report-log-consumer_node{n}-1525741823119-3f2a9c1b" for n in (1, 2, 3)]
-    threads = [thread for consumer in consumers for thread in thread_ids(consumer, 1)]
-    assert by_node(range_assign([0, 1, 2, 3], threads)) == {"node1": [0, 1], "node2": [2], "node3": [3]}
-
-
-def test_seed_article_report_log_three_consumers_two_threads_each():
-    """Same topic, 2 threads each: node1 consumes 0,1; node2 consumes 2,3; node3 is idle."""
-    consumers = [f"report-log-consumer_node{n}-1525741823119-3f2a9c1b" for n in (1, 2, 3)]
-    threads = [thread for consumer in consumers for thread in thread_ids(consumer, 2)]
-    assert by_node(range_assign([0, 1, 2, 3], threads)) == {"node1": [0, 1], "node2": [2, 3]}
-
-
-def test_threads_sort_as_strings_so_10_comes_before_2():
-    threads = thread_ids("g_host-1-abcdef12", 11)
-    ordered = sort_thread_ids(threads)
-    assert ordered.index("g_host-1-abcdef12-10") == 2
-    assert ordered.index("g_host-1-abcdef12-2") == 3
-    owners = range_assign(list(range(11)), threads)
-    assert owners[2] == "g_host-1-abcdef12-10"
-    assert owners[3] == "g_host-1-abcdef12-2"
-    assert owners[10] == "g_host-1-abcdef12-9"
-
-
-def test_partitions_sort_numerically_and_remainder_goes_to_the_first_threads():
-    owners = range_assign([10, 2, 1, 0, 3, 11, 4], ["b-0", "a-0", "c-0"])
-    # 7 partitions, 3 threads: n=2, r=1 -> a-0 gets 3, b-0 and c-0 get 2 each.
-    assert owned_by(owners) == {"a-0": [0, 1, 2], "b-0": [3, 4], "c-0": [10, 11]}
-
-
-def test_more_threads_than_partitions_and_no_threads():
-    owners = range_assign([0, 1], ["t-0", "t-1", "t-2"])
-    assert owners == {0: "t-0", 1: "t-1"}
+def test_no_threads_no_partitions_and_duplicate_threads() -> None:
     assert range_assign([0, 1, 2], []) == {}
     assert range_assign([], ["t-0"]) == {}
-
-
-def test_duplicate_thread_ids_count_once():
     assert range_assign([0, 1], ["t-0", "t-0", "t-1"]) == {0: "t-0", 1: "t-1"}
+
+
+def test_random_shapes_keep_the_range_contract() -> None:
+    rng = random.Random(11)
+    for _ in range(300):
+        partitions = rng.sample(range(60), rng.randint(0, 30))
+        threads = [f"g_host{rng.randint(1, 30)}-{k}-{n}" for k in range(rng.randint(0, 4))
+                   for n in range(rng.randint(0, 13))]
+        assert_range_shape(range_assign(partitions, threads), partitions, threads)

@@ -1,4 +1,7 @@
-"""The old consumer's range assignment recomputed in Spark, subscriptions (static and wildcard), pykafka."""
+"""The old consumer's range assignment recomputed in Spark, subscriptions (static and wildcard), pykafka.
+
+The expected owners are the hand-worked tables of :mod:`tests.range_examples`, not another implementation.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,6 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit.checks import consumers
-from kafka_zk_audit_testing.range_assignment import range_assign, thread_ids
 from tests.audit.checks.test_checks import (
     collect_by_label,
     consumer,
@@ -20,6 +22,7 @@ from tests.audit.checks.test_checks import (
     small_data_settings,
     topic,
 )
+from tests.range_examples import NUMERIC_THREAD_ORDER_OWNERS, WORKED_EXAMPLES, RangeExample, assert_range_shape
 
 pytestmark = pytest.mark.spark
 
@@ -30,43 +33,39 @@ def small_data_spark(spark: SparkSession) -> Iterator[SparkSession]:
         yield spark
 
 
-LEXICOGRAPHIC_THREADS = [f"lex_c-{n}" for n in range(12)]
+# A group like thread-ids-as-strings whose owner znodes follow a numeric thread order instead.
+NUMERIC_GROUP = "thread-ids-numerically"
 
 
 def _range_rows() -> dict[str, list]:
-    rows = merge(
-        topic("pa-topic", {p: [1] for p in range(5)}, czxid=1),
-        topic("report-log", {p: [1] for p in range(4)}, czxid=2),
-        topic("lex-topic", {p: [1] for p in range(12)}, czxid=3),
-    )
-    rows["consumer_registrations"] = [
-        # PartitionAssignor's doc example: threads C1-0, C1-1, C2-0, C2-1 over 5 partitions.
-        consumer("pa", "C1", {"pa-topic": 2}), consumer("pa", "C2", {"pa-topic": 2}),
-        # The seed article: report-log with 4 partitions, 3 consumers x 1 thread, then x 2 threads.
-        consumer("seed1", "node1", {"report-log": 1}), consumer("seed1", "node2", {"report-log": 1}),
-        consumer("seed1", "node3", {"report-log": 1}),
-        consumer("seed2", "node1", {"report-log": 2}), consumer("seed2", "node2", {"report-log": 2}),
-        consumer("seed2", "node3", {"report-log": 2}),
-        # 12 streams: thread ids sort as strings, so lex_c-10 and lex_c-11 come before lex_c-2.
-        consumer("lex", "lex_c", {"lex-topic": 12}),
-    ]
+    """The worked examples' topics, registrations and (correct) owner znodes, plus NUMERIC_GROUP."""
+    topics = {example.topic: example.partitions for example in WORKED_EXAMPLES}
+    rows = merge(*[topic(name, {p: [1] for p in partitions}, czxid=i + 1)
+                   for i, (name, partitions) in enumerate(topics.items())])
+    lexicographic = next(e for e in WORKED_EXAMPLES if e.group == "thread-ids-as-strings")
+    groups = [(e.group, e.topic, e.streams, e.owners) for e in WORKED_EXAMPLES]
+    groups.append((NUMERIC_GROUP, lexicographic.topic, lexicographic.streams, NUMERIC_THREAD_ORDER_OWNERS))
+    for group, name, streams, owners in groups:
+        rows = merge(rows, {
+            "consumer_registrations": [consumer(group, c, {name: count}) for c, count in streams.items()],
+            "consumer_owners": [owner(group, name, p, thread) for p, thread in owners.items()],
+        })
     return rows
 
 
-def _random_rows(seed: int = 7) -> tuple[dict[str, list], dict[str, dict[int, str]]]:
-    """Random groups and topics, with the expected owners from the pure-Python range assignment."""
+def _random_rows(seed: int = 7) -> tuple[dict[str, list], dict[str, tuple[list[int], list[str]]]]:
+    """Random groups and topics, with each group's partitions and threads (no owners: nobody computed them)."""
     rng = random.Random(seed)
     rows: dict[str, list] = {}
-    expected: dict[str, dict[int, str]] = {}
+    shapes: dict[str, tuple[list[int], list[str]]] = {}
     for g in range(8):
         group, name = f"rand{g}", f"rand-topic-{g}"
         partition_ids = sorted(rng.sample(range(40), rng.randint(1, 14)))  # not necessarily dense
         rows = merge(rows, topic(name, {p: [1] for p in partition_ids}, czxid=100 + g))
         members = {f"{group}_host{rng.randint(1, 99)}-{k}": rng.randint(1, 12) for k in range(rng.randint(1, 4))}
         rows = merge(rows, {"consumer_registrations": [consumer(group, c, {name: s}) for c, s in members.items()]})
-        threads = [t for c, s in members.items() for t in thread_ids(c, s)]
-        expected[group] = range_assign(partition_ids, threads)
-    return rows, expected
+        shapes[group] = (partition_ids, [f"{c}-{n}" for c, s in members.items() for n in range(s)])
+    return rows, shapes
 
 
 def _wildcard_rows() -> dict[str, list]:
@@ -108,6 +107,10 @@ def results(small_data_spark: SparkSession) -> dict[str, list[tuple]]:
     )
     return collect_by_label({
         "range": as_output,
+        "range_mismatch": consumers.owner_assignment_mismatch(
+            ranged["consumer_registrations"], ranged["consumer_owners"], ranged["assignments"], ranged["topics"]),
+        "range_unowned": consumers.partition_unowned(
+            ranged["consumer_registrations"], ranged["consumer_owners"], ranged["assignments"], ranged["topics"]),
         "subscribed": subscribed,
         "wild_unowned": consumers.partition_unowned(
             wild["consumer_registrations"], wild["consumer_owners"], wild["assignments"], wild["topics"]),
@@ -122,29 +125,32 @@ def _owners(rows: list[tuple], group: str) -> dict[int, str]:
     return {row[2]: row[6] for row in rows if row[3] == group}
 
 
-def test_partition_assignor_doc_example(results: dict[str, list[tuple]]) -> None:
-    assert _owners(results["range"], "pa") == {0: "C1-0", 1: "C1-0", 2: "C1-1", 3: "C2-0", 4: "C2-1"}
+@pytest.mark.parametrize("example", WORKED_EXAMPLES, ids=lambda example: example.group)
+def test_worked_examples(results: dict[str, list[tuple]], example: RangeExample) -> None:
+    assert _owners(results["range"], example.group) == example.owners
 
 
-def test_seed_article_example(results: dict[str, list[tuple]]) -> None:
-    # One thread each: node1 gets 0 and 1, node2 gets 2, node3 gets 3.
-    assert _owners(results["range"], "seed1") == {0: "node1-0", 1: "node1-0", 2: "node2-0", 3: "node3-0"}
-    # Two threads each: node1 gets 0 and 1, node2 gets 2 and 3, node3 is idle.
-    seed2 = _owners(results["range"], "seed2")
-    assert seed2 == {0: "node1-0", 1: "node1-1", 2: "node2-0", 3: "node2-1"}
-    assert not any(thread.startswith("node3") for thread in seed2.values())
+def test_owners_as_kafka_assigns_them_give_no_finding(results: dict[str, list[tuple]]) -> None:
+    assert {row[3] for row in results["range_mismatch"]} == {NUMERIC_GROUP}
+    # Only the random groups, which have no owner znodes at all, have unowned partitions.
+    unowned = {(row[3], row[1], row[2]) for row in results["range_unowned"]}
+    _, shapes = _random_rows()
+    assert unowned == {(group, f"rand-topic-{group[4:]}", p) for group, (partitions, _) in shapes.items()
+                       for p in partitions}
 
 
-def test_thread_ids_sort_as_strings(results: dict[str, list[tuple]]) -> None:
-    assert _owners(results["range"], "lex") == dict(enumerate(sorted(LEXICOGRAPHIC_THREADS)))
-    assert _owners(results["range"], "lex")[2] == "lex_c-10"
-    assert _owners(results["range"], "lex")[4] == "lex_c-2"
+def test_owners_in_numeric_thread_order_are_found(results: dict[str, list[tuple]]) -> None:
+    mismatches = {row[2]: row[6] for row in results["range_mismatch"] if row[3] == NUMERIC_GROUP}
+    assert sorted(mismatches) == list(range(4, 14))
+    assert mismatches[4] == "owned by c-2, range assignment gives c-10"
+    assert mismatches[6] == "owned by c-3, range assignment gives c-2"
+    assert mismatches[13] == "owned by c-10, range assignment gives c-9"
 
 
-def test_random_groups_match_the_python_range_assignment(results: dict[str, list[tuple]]) -> None:
-    _, expected = _random_rows()
-    for group, owners in expected.items():
-        assert _owners(results["range"], group) == owners, group
+def test_random_groups_keep_the_range_contract(results: dict[str, list[tuple]]) -> None:
+    _, shapes = _random_rows()
+    for group, (partitions, threads) in shapes.items():
+        assert_range_shape(_owners(results["range"], group), partitions, threads)
 
 
 def test_wildcard_subscriptions_match_whole_topic_names(results: dict[str, list[tuple]]) -> None:

@@ -5,27 +5,27 @@ alert with :func:`kafka_zk_audit.report.alert.build_alert` and delivers it:
 
 * e-mail through the SMTP provider's ``SmtpHook`` (connection ``alerts.smtp_conn_id``) to
   ``alerts.email_to``; no recipients, no e-mail;
-* a JSON POST (Slack-compatible) to the URL of the HTTP connection ``alerts.webhook_conn_id``; none, no
-  webhook. The connection's host is a full URL (``https://hooks.example.com/services/T/B/X``) or a
-  host name with ``schema`` (the URL scheme, default https), ``port`` and extra ``endpoint`` (the path);
-  login and password, when set, are sent as HTTP basic auth.
+* a JSON POST (Slack-compatible) through the HTTP provider's ``HttpHook`` (connection
+  ``alerts.webhook_conn_id``); none, no webhook. The connection's host is the full webhook URL
+  (``https://hooks.example.com/services/T/B/X``); login and password, when set, are sent as HTTP basic
+  auth, and its extra is what the HTTP provider makes of it (headers, ``timeout``, ``verify``, proxies).
 
 Nothing here raises: a failed delivery is logged and the audit result stays what it is. Passwords and
-the webhook URL (its path often is the token) never reach a log line or the message.
+the webhook URL (its path often is the token) never reach a log line or the message: they are registered
+with Airflow's secrets masker, and the lines the HTTP hook and urllib3 log during the POST are redacted
+here as well, since those name the URL (``Sending 'POST' to url: …``, ``… with url: /services/…``).
 """
 
 from __future__ import annotations
 
-import base64
-import json
 import logging
-import urllib.error
-import urllib.request
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
-from airflow.sdk import BaseHook, BaseNotifier
+from airflow.providers.http.hooks.http import HttpHook
+from airflow.sdk import BaseNotifier
 
 from kafka_zk_audit.contract.settings import AuditConfig, load_config
 from kafka_zk_audit.report.alert import Alert, build_alert
@@ -33,7 +33,11 @@ from kafka_zk_audit.report.alert import Alert, build_alert
 log = logging.getLogger(__name__)
 
 WEBHOOK_TIMEOUT_SECONDS = 10
+RESPONSE_BODY_CHARS = 200
 REDACTED = "***"
+# Where the POST's own log lines come from: the hook (given this logger below) and urllib3, which logs
+# each request line with its path at DEBUG.
+HTTP_LOGGERS = (f"{__name__}.http_hook", "urllib3.connectionpool", "urllib3.util.retry")
 
 
 def redact(text: str, secrets: Iterable[str | None]) -> str:
@@ -54,27 +58,46 @@ def _mask(*secrets: str | None) -> None:
             mask_secret(secret)
 
 
-def webhook_url(host: str | None, schema: str | None, port: int | None, endpoint: str | None) -> str:
-    """The POST URL from an HTTP connection's fields (host as full URL, or host + schema + port + endpoint)."""
-    host = (host or "").strip()
-    if not host:
-        raise ValueError("the connection has no host; set it to the webhook URL")
-    if "://" in host:
-        url = host
-    else:
-        url = f"{schema or 'https'}://{host}" + (f":{port}" if port else "")
-    if endpoint:
-        url = url.rstrip("/") + "/" + endpoint.lstrip("/")
-    scheme = urlsplit(url).scheme.lower()
-    if scheme not in ("http", "https"):
-        raise ValueError(f"the webhook URL scheme is {scheme!r}; use http or https")
-    return url
-
-
 def url_origin(url: str) -> str:
     """``scheme://host[:port]`` of a URL: what a log may show of it."""
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+
+
+def url_secrets(url: str) -> list[str]:
+    """What no log may show of a webhook URL: the URL, what follows its origin (the token), any password."""
+    parts = urlsplit(url)
+    after_origin = urlunsplit(("", "", parts.path, parts.query, parts.fragment))
+    return [part for part in (url, after_origin, parts.path, parts.password) if len(part or "") > 1]
+
+
+class _RedactSecrets(logging.Filter):
+    """Rewrites a record's message with the secrets replaced by ``***``."""
+
+    def __init__(self, secrets: Iterable[str | None]) -> None:
+        super().__init__()
+        self.secrets = [s for s in secrets if s]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        redacted = redact(message, self.secrets)
+        if redacted != message:
+            record.msg, record.args = redacted, ()
+        return True
+
+
+@contextmanager
+def _redacted_http_logs(secrets: Iterable[str | None]) -> Iterator[None]:
+    """While the POST runs, the hook's and urllib3's log lines go out with the secrets redacted."""
+    redacting = _RedactSecrets(secrets)
+    loggers = [logging.getLogger(name) for name in HTTP_LOGGERS]
+    for logger in loggers:
+        logger.addFilter(redacting)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(redacting)
 
 
 class AuditAlertNotifier(BaseNotifier):
@@ -164,46 +187,33 @@ class AuditAlertNotifier(BaseNotifier):
 
     @staticmethod
     def send_webhook(alert: Alert, cfg: AuditConfig) -> bool:
-        """POST the JSON payload to ``alerts.webhook_conn_id``; True when accepted (2xx). Failures are logged."""
+        """POST the JSON payload through ``alerts.webhook_conn_id``; True when accepted (status < 400), else logged."""
         conn_id = cfg.alerts.webhook_conn_id
         if not conn_id:
             log.info("audit alert webhook skipped: alerts.webhook_conn_id is not set")
             return False
-        url = origin = None
+        origin = None
         secrets: list[str | None] = []
         try:
-            connection = BaseHook.get_connection(conn_id)
-            secrets = [connection.password, connection.host if "://" in (connection.host or "") else None]
-            endpoint = connection.extra_dejson.get("endpoint")
-            url = webhook_url(connection.host, connection.schema, connection.port, endpoint)
-            secrets.append(url)
+            hook = HttpHook(method="POST", http_conn_id=conn_id)
+            hook._log = logging.getLogger(HTTP_LOGGERS[0])  # a stdlib logger, so its lines can be redacted
+            url = hook.url_from_endpoint(None)
+            secrets = [hook.get_connection(conn_id).password, *url_secrets(url)]
             _mask(*secrets)
             origin = url_origin(url)
-            headers = {"Content-Type": "application/json; charset=utf-8", "User-Agent": "kafka-zk-audit"}
-            if connection.login or connection.password:
-                token = f"{connection.login or ''}:{connection.password or ''}".encode()
-                headers["Authorization"] = "Basic " + base64.b64encode(token).decode("ascii")
-            request = urllib.request.Request(url, data=json.dumps(alert.payload).encode("utf-8"), headers=headers,
-                                             method="POST")
-            with urllib.request.urlopen(request, timeout=WEBHOOK_TIMEOUT_SECONDS) as response:
-                status = response.status
-        except urllib.error.HTTPError as error:
-            body = _read_body(error)
+            with _redacted_http_logs(secrets):
+                response = hook.run(json=alert.payload, headers={"User-Agent": "kafka-zk-audit"},
+                                    extra_options={"timeout": WEBHOOK_TIMEOUT_SECONDS, "check_response": False})
+        except Exception as error:  # delivery problems are reported, never raised
+            log.error("audit alert webhook NOT delivered (connection %s%s): %s: %s", conn_id,
+                      f", {origin}" if origin else "", type(error).__name__, redact(str(error), secrets))
+            return False
+        if not response.ok:
+            body = response.text[:RESPONSE_BODY_CHARS].strip()
             log.error("audit alert webhook NOT delivered (connection %s, %s): HTTP %s %s%s", conn_id, origin,
-                      error.code, redact(str(error.reason), secrets),
+                      response.status_code, redact(response.reason or "", secrets),
                       f": {redact(body, secrets)}" if body else "")
             return False
-        except Exception as error:  # delivery problems are reported, never raised
-            reason = getattr(error, "reason", None) or error
-            log.error("audit alert webhook NOT delivered (connection %s%s): %s: %s", conn_id,
-                      f", {origin}" if origin else "", type(error).__name__, redact(str(reason), secrets))
-            return False
-        log.info("audit alert webhook accepted by %s (connection %s): HTTP %s", origin, conn_id, status)
+        log.info("audit alert webhook accepted by %s (connection %s): HTTP %s", origin, conn_id,
+                 response.status_code)
         return True
-
-
-def _read_body(error: urllib.error.HTTPError, limit: int = 200) -> str:
-    try:
-        return error.read(limit).decode("utf-8", "replace").strip()
-    except Exception:
-        return ""
