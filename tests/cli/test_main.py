@@ -1,7 +1,9 @@
-"""``kafka-zk-audit run``: exit codes, and a whole run against a real ZooKeeper."""
+"""``kafka-zk-audit run``: exit codes (0 passed, 1 gate failed, 2 usage/settings/connection, 3 the audit could not
+complete), the failed task read from the run's log, and a whole run against a real ZooKeeper."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -9,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from kafka_zk_audit.cli.runner import first_failed_task
 from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
 from kafka_zk_audit_testing.zk_server import free_port
 
@@ -26,22 +29,89 @@ def cli_env(tmp_path) -> dict[str, str]:
     return env
 
 
+SMALL_CLUSTER = ClusterSpec(era="2.x", brokers=3, racks=1, topics=3, partitions=3, replication_factor=2,
+                            groups=1, consumers_per_group=2, threads_per_consumer=1, seed=5)
+
+
 def test_usage_and_connection_errors_exit_2(cli_env, tmp_path):
-    assert cli(["run"], cli_env).returncode == 2
+    usage = cli(["run"], cli_env)
+    assert usage.returncode == 2 and "--zk" in usage.stderr
     bad = cli(["run", "--zk", "no-port-here"], cli_env)
     assert bad.returncode == 2 and "HOST:PORT" in bad.stderr
-    down = cli(["run", "--zk", f"127.0.0.1:{free_port()}", "--warehouse", str(tmp_path / "wh")], cli_env)
-    assert down.returncode == 2 and "cannot reach ZooKeeper" in down.stderr
+    port = free_port()  # nothing listens there
+    down = cli(["run", "--zk", f"127.0.0.1:{port}", "--warehouse", str(tmp_path / "wh")], cli_env)
+    assert down.returncode == 2, down.stderr
+    assert f"cannot reach ZooKeeper at 127.0.0.1:{port}" in down.stderr and "ensemble is up" in down.stderr
     bad_auth = cli(["run", "--zk", f"127.0.0.1:{free_port()}"], {**cli_env, "KAFKA_ZK_AUDIT_ZK_AUTH": "oops"})
     assert bad_auth.returncode == 2 and "digest:USER:PASSWORD" in bad_auth.stderr
+    assert not Path(cli_env["AIRFLOW_HOME"]).exists()  # no Airflow was started for any of these
+
+
+def test_bad_settings_file_exits_2_naming_key_and_line_before_airflow_starts(cli_env, tmp_path):
+    settings = tmp_path / "audit.yaml"
+    settings.write_text("# my overrides\nsla:\n  reassignment: 6h\n  preferred_election: soon\n"
+                        "severity_overrides:\n  leader_in_isr: warning\n")
+    # an unreachable ZooKeeper too: the settings are checked first, so only they are reported
+    result = cli(["run", "--zk", f"127.0.0.1:{free_port()}", "--config", str(settings)], cli_env)
+    assert result.returncode == 2, result.stderr
+    assert f"{settings}, line 4: 'sla.preferred_election' is 'soon'" in result.stderr
+    assert f"{settings}, line 6: 'severity_overrides.leader_in_isr'" in result.stderr
+    assert "not a check id" in result.stderr and "cannot reach ZooKeeper" not in result.stderr
+    assert "Airflow log:" not in result.stderr and not Path(cli_env["AIRFLOW_HOME"]).exists()
+    missing = cli(["run", "--zk", f"127.0.0.1:{free_port()}", "--config", str(tmp_path / "nope.yaml")], cli_env)
+    assert missing.returncode == 2 and "nope.yaml: cannot read it" in missing.stderr
+
+
+LOG_OF_A_FAILED_SNAPSHOT = """\
+2026-01-01T00:00:00.000001Z [info     ] [DAG TEST] starting task_id=snapshot map_index=-1 [airflow.sdk] loc=dag.py:1
+2026-01-01T00:00:00.000002Z [error    ] Task failed with exception     [task] loc=task_runner.py:1
+Traceback (most recent call last):
+  File "/x/zookeeper.py", line 48, in get_conn
+    raise AirflowException(
+airflow.sdk.exceptions.AirflowException: cannot reach ZooKeeper at zk1:2181 (connection 'zk'): timed out
+2026-01-01T00:00:00.000003Z [info     ] [DAG TEST] end task task_id=snapshot map_index=-1 [airflow.sdk] loc=dag.py:2
+2026-01-01T00:00:00.000004Z [info     ] [DAG TEST] starting task_id=summary map_index=-1 [airflow.sdk] loc=dag.py:1
+2026-01-01T00:00:00.000005Z [error    ] Task failed with exception     [task] loc=task_runner.py:1
+Traceback (most recent call last):
+  File "/x/dag.py", line 104, in publish_summary
+airflow.sdk.exceptions.AirflowFailException: no snapshot was taken; see the snapshot task's log
+"""
+
+
+def test_the_first_failed_task_and_its_error_come_from_the_log():
+    failure = first_failed_task(LOG_OF_A_FAILED_SNAPSHOT)
+    assert failure is not None and failure.task_id == "snapshot"
+    assert failure.error == "AirflowException: cannot reach ZooKeeper at zk1:2181 (connection 'zk'): timed out"
+    assert first_failed_task(LOG_OF_A_FAILED_SNAPSHOT.replace("Task failed with exception", "Task finished")) is None
+
+
+@pytest.mark.dag
+def test_exit_3_names_the_failed_task_its_error_and_the_log(cli_env, zk_server, zk_chroot, tmp_path):
+    """A Spark connection whose master cannot work: the snapshot is taken, spark-submit fails, no summary."""
+    sim = Simulator(hosts=zk_server.hosts + zk_chroot)
+    try:
+        sim.write(SMALL_CLUSTER)
+        env = {k: v for k, v in cli_env.items() if k not in ("HADOOP_CONF_DIR", "YARN_CONF_DIR")}
+        # yarn with no Hadoop configuration: what Airflow's Spark provider falls back to without a connection
+        env["AIRFLOW_CONN_SPARK_DEFAULT"] = json.dumps({"conn_type": "spark", "host": "yarn"})
+        result = cli(["run", "--zk", zk_server.hosts + zk_chroot, "--warehouse", str(tmp_path / "wh")], env)
+    finally:
+        sim.close()
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "the audit could not complete: task 'audit' failed:" in result.stderr
+    assert "HADOOP_CONF_DIR or YARN_CONF_DIR must be set" in result.stderr  # spark-submit's own reason
+    log_line = next(line for line in result.stderr.splitlines() if line.startswith("Airflow log:"))
+    log_path = Path(log_line.split(":", 1)[1].strip())
+    assert f"the task's log is in {log_path}" in result.stderr and log_path.exists()
+    assert "task_id=snapshot" in log_path.read_text()  # the snapshot itself was taken
+    assert not list((tmp_path / "wh").glob("runs/*/summary.json")) and result.stdout == ""
 
 
 @pytest.mark.dag
 def test_run_prints_summary_and_exits_1_when_the_gate_fails(cli_env, zk_server, zk_chroot, tmp_path):
     sim = Simulator(hosts=zk_server.hosts + zk_chroot, auth=("digest", "kafka:cli-secret"))
     try:
-        sim.write(ClusterSpec(era="2.x", brokers=3, racks=1, topics=3, partitions=3, replication_factor=2,
-                              groups=1, consumers_per_group=2, threads_per_consumer=1, seed=5))
+        sim.write(SMALL_CLUSTER)
         planted = sim.plant("controller_missing")
         env = {**cli_env, "KAFKA_ZK_AUDIT_ZK_AUTH": "digest:kafka:cli-secret"}
         result = cli(["run", "--zk", zk_server.hosts + zk_chroot, "--warehouse", str(tmp_path / "wh")], env)

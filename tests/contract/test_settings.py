@@ -1,4 +1,4 @@
-"""The audit settings: packaged defaults, durations, merging over defaults, and clear errors."""
+"""The audit settings: packaged defaults, durations, merging over defaults, and errors naming key, file and line."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import yaml
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
 from kafka_zk_audit.contract.settings import (
     AuditConfig,
+    SettingsError,
     Suppression,
     format_duration,
     glob_to_regex,
@@ -60,7 +61,9 @@ def test_durations(text: object, seconds: float) -> None:
     assert parse_duration(text).total_seconds() == seconds
 
 
-@pytest.mark.parametrize("text", ["", "soon", "10 minutes", "5x", "-5m", -1, True, None, [1]])
+@pytest.mark.parametrize(
+    "text", ["", "soon", "10 minutes", "5x", "-5m", -1, True, None, [1], float("inf"), float("nan"), 1e300]
+)
 def test_bad_durations(text: object) -> None:
     with pytest.raises(ValueError, match="sla.delete_topic"):
         parse_config({"sla": {"delete_topic": text}})
@@ -94,8 +97,8 @@ def test_file_overrides_merge_over_defaults(tmp_path: Path) -> None:
     assert config.severity_of("under_replicated") == "error"
     assert config.severity_of("leader_not_in_isr") == "error"
     assert config.suppressions == (
-        Suppression("under_replicated", "scratch topics run on one broker", topic="scratch-*"),
-        Suppression("owner_assignment_mismatch", "known", group_id="legacy-?", broker_id=3),
+        Suppression(check_id="under_replicated", reason="scratch topics run on one broker", topic="scratch-*"),
+        Suppression(check_id="owner_assignment_mismatch", reason="known", group_id="legacy-?", broker_id=3),
     )
     assert config.alerts.email_to == ("ops@example.com",)
     assert config.alerts.webhook_conn_id == "chat"
@@ -131,21 +134,85 @@ def test_empty_file_means_defaults(tmp_path: Path) -> None:
     ],
 )
 def test_bad_settings_name_the_key(raw: dict, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(SettingsError, match=message):
         parse_config(raw)
 
 
+def test_null_sections_keep_the_defaults() -> None:
+    config = parse_config({"sla": None, "severity_overrides": None, "suppressions": None,
+                           "alerts": {"email_to": None}, "gate": None})
+    assert config.sla == load_config(None).sla and config.severity_overrides == {} and config.suppressions == ()
+    assert config.alerts.email_to == () and config.gate.gating_severities == ("critical", "error")
+    assert parse_config({"alerts": {"email_to": "ops@example.com"}}).alerts.email_to == ("ops@example.com",)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "key", "allowed"),
+    [
+        ("sla:\n  delete_topic: 2h\n  delete_topc: 1h\n", 3,
+         "unknown key 'sla.delete_topc'", "the keys under 'sla' are delete_topic, preferred_election, reassignment"),
+        ("# alerts\n\nalerts:\n  only_new: maybe\n", 4, "'alerts.only_new' is 'maybe'", "write true or false"),
+        ("severity_overrides:\n  under_replicated: warning\n  leader_in_isr: error\n", 3,
+         "'severity_overrides.leader_in_isr' is 'leader_in_isr', which is not a check id",
+         "catalogue ids (leader_not_in_isr, "),
+        ("notification_backlog:\n  max_children: 5\n  max_age: ten minutes\n", 3,
+         "'notification_backlog.max_age' is 'ten minutes'", '"30m", "24h", "7d"'),
+        ("gate:\n  gating_severities:\n    - critical\n    - fatal\n", 4,
+         "'gate.gating_severities[1]' is 'fatal'", "use one of critical, error, warning, info"),
+        ("suppressions:\n  - check_id: under_replicated\n    reason: ok\n  - check_id: offline_partition\n"
+         "    topic: scratch-*\n", 4, "'suppressions[1].reason' is missing", "say why"),
+        ("alerts:\n  top_offenders: -2\n", 2, "'alerts.top_offenders' is -2", "whole number >= 0"),
+        ("sla: 24h\n", 1, "'sla' must be a mapping", "not str"),
+    ],
+)
+def test_file_errors_name_the_key_the_file_and_the_line(tmp_path: Path, text: str, line: int, key: str,
+                                                         allowed: str) -> None:
+    path = tmp_path / "audit.yaml"
+    path.write_text(text)
+    with pytest.raises(SettingsError) as caught:
+        load_config(path)
+    assert len(caught.value.problems) == 1, caught.value
+    problem = caught.value.problems[0]
+    assert problem.startswith(f"{path}, line {line}: "), problem
+    assert key in problem and allowed in problem, problem
+    assert problem in str(caught.value)
+
+
+def test_every_problem_is_listed_in_file_order(tmp_path: Path) -> None:
+    path = tmp_path / "audit.yaml"
+    path.write_text(
+        "alerts:\n"
+        "  only_new: 1\n"               # line 2
+        "sla:\n"
+        "  reassignment: 1 day\n"       # line 4
+        "sevrity_overrides: {}\n"       # line 5
+        "suppressions:\n"
+        "  - check_id: nope\n"          # line 7
+        "    reason: r\n"
+        "    broker: 1\n"               # line 9
+    )
+    with pytest.raises(SettingsError) as caught:
+        load_config(path)
+    problems = caught.value.problems
+    assert [p.split(": ", 1)[0] for p in problems] == [f"{path}, line {n}" for n in (2, 4, 5, 7, 9)], problems
+    for problem, key in zip(problems, ("'alerts.only_new'", "'sla.reassignment'", "'sevrity_overrides'",
+                                       "'suppressions[0].check_id'", "'suppressions[0].broker'"), strict=True):
+        assert key in problem, problem
+    assert str(caught.value).startswith("invalid audit settings (5 problems):")
+
+
 def test_bad_files(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="cannot read it"):
+    with pytest.raises(SettingsError, match="missing.yaml: cannot read it"):
         load_config(tmp_path / "missing.yaml")
     broken = tmp_path / "broken.yaml"
-    broken.write_text("sla: [unclosed\n")
-    with pytest.raises(ValueError, match="not valid YAML"):
+    broken.write_text("sla:\n  delete_topic: 1h\ngate: [unclosed\n")
+    with pytest.raises(SettingsError, match=r"broken.yaml, line 4: not valid YAML"):
         load_config(broken)
     listed = tmp_path / "list.yaml"
     listed.write_text("- 1\n- 2\n")
-    with pytest.raises(ValueError, match="must be a mapping"):
+    with pytest.raises(SettingsError, match=r"list.yaml, line 1: the settings must be a mapping"):
         load_config(listed)
+    assert issubclass(SettingsError, ValueError)
 
 
 def test_every_check_can_be_overridden() -> None:

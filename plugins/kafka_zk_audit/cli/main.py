@@ -4,20 +4,29 @@
     kafka-zk-audit run --conn-id ID [--warehouse DIR] [--config FILE]
 
 Credentials come only from the Airflow connection or ``KAFKA_ZK_AUDIT_ZK_AUTH=digest:USER:PASSWORD``,
-never from argv. Exit codes: 0 gate passed, 1 gate failed (or the run failed), 2 usage or
-connection error.
+never from argv. Exit codes:
+
+    0  the gate passed
+    1  the gate failed (the summary says which checks found what)
+    2  usage, settings or connection error, found before any DAG run starts
+    3  the audit could not complete: no summary, or a gate without a verdict (says which task
+       failed, its error from the log, and where the log is)
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-EXIT_PASSED, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+if TYPE_CHECKING:
+    from kafka_zk_audit.contract.warehouse import Warehouse
+    from kafka_zk_audit.snapshot.connection import ZkSettings
+
+EXIT_PASSED, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 CLI_CONN_ID = "kafka_zk_audit_cli"
 
 
@@ -39,7 +48,8 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _check_reachable(settings) -> str | None:
+def _check_reachable(settings: ZkSettings) -> str | None:
+    """None when the ensemble answers (and the chroot exists), else what is wrong."""
     from kazoo.client import KazooClient
 
     client = KazooClient(**{**settings.kazoo_kwargs(), "timeout": 10.0})
@@ -55,68 +65,104 @@ def _check_reachable(settings) -> str | None:
         client.close()
 
 
-def run(args: argparse.Namespace) -> int:
-    from kafka_zk_audit.cli.runner import airflow_env, run_dag_once
-    from kafka_zk_audit.contract.warehouse import Warehouse, default_warehouse
-    from kafka_zk_audit.report.summary import format_summary
+def _usage_error(message: str) -> int:
+    print(f"kafka-zk-audit: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _zookeeper_connection(zk: str, connections: dict[str, dict[str, Any]]) -> str | None:
+    """Add the CLI's ZooKeeper connection for ``--zk``; the problem when it is malformed or unreachable."""
     from kafka_zk_audit.snapshot.connection import ZkSettings, auth_from_env, split_hosts_and_chroot
 
-    connections = {}
+    hosts, chroot = split_hosts_and_chroot(zk)
+    if not hosts or any(":" not in h for h in hosts.split(",")):
+        return f"--zk must be HOST:PORT[,HOST:PORT...][/chroot], not {zk!r}"
+    auth = auth_from_env()
+    extra: dict[str, Any] = {"chroot": chroot} if chroot else {}
+    if auth:
+        extra["auth"] = f"{auth[0][0]}:{auth[0][1]}"
+    connections[CLI_CONN_ID] = {"conn_type": "zookeeper", "host": hosts, "extra": extra}
+    problem = _check_reachable(ZkSettings(hosts=hosts, chroot=chroot, auth=auth))
+    return f"{problem}; check the address and that the ensemble is up" if problem else None
+
+
+def _find_summary(warehouse: Warehouse, label: str) -> tuple[dict[str, Any], str] | None:
+    """This run's summary.json (its run directory ends with the run label) and where it is."""
+    runs = warehouse.fs.glob(warehouse.fs_path(f"{warehouse.root}/runs/*-{label}/summary.json"))
+    if not runs:
+        return None
+    run_id = sorted(runs)[-1].rstrip("/").split("/")[-2]
+    path = warehouse.summary_path(run_id)
+    return warehouse.read_json(path), path
+
+
+def _incomplete(log_path: Path, returncode: int, fallback: str | None = None) -> int:
+    """Say which task failed, why and where its log is; exit 3."""
+    from kafka_zk_audit.cli.runner import first_failed_task
+
+    log_text = log_path.read_text(errors="replace") if log_path.exists() else ""
+    failure = first_failed_task(log_text)
+    if failure:
+        reason = "\n".join(f"    {line}" for line in failure.error.splitlines())
+        print(f"kafka-zk-audit: the audit could not complete: task '{failure.task_id}' failed:\n{reason}",
+              file=sys.stderr)
+        print(f"kafka-zk-audit: the task's log is in {log_path} (from \"[DAG TEST] starting "
+              f"task_id={failure.task_id}\")", file=sys.stderr)
+    else:
+        print("\n".join(log_text.splitlines()[-40:]), file=sys.stderr)
+        print(f"kafka-zk-audit: the audit could not complete: {fallback or 'the run produced no summary'} "
+              f"(airflow exit {returncode}) and its log names no failed task; see {log_path}", file=sys.stderr)
+    return EXIT_INCOMPLETE
+
+
+def run(args: argparse.Namespace) -> int:
+    from kafka_zk_audit.cli.runner import airflow_env, run_dag_once
+    from kafka_zk_audit.contract.settings import SettingsError, load_config
+    from kafka_zk_audit.contract.warehouse import Warehouse, default_warehouse
+    from kafka_zk_audit.report.summary import format_summary
+
+    try:  # everything that can be wrong with the command line, before Airflow starts
+        load_config(args.config)
+    except SettingsError as exc:
+        return _usage_error(str(exc))
+    connections: dict[str, dict[str, Any]] = {}
     conn_id = args.conn_id
-    try:
-        if args.zk:
-            hosts, chroot = split_hosts_and_chroot(args.zk)
-            if not hosts or any(":" not in h for h in hosts.split(",")):
-                print(
-                    f"kafka-zk-audit: --zk must be HOST:PORT[,HOST:PORT...][/chroot], not {args.zk!r}", file=sys.stderr
-                )
-                return EXIT_USAGE
-            auth = auth_from_env()
-            settings = ZkSettings(hosts=hosts, chroot=chroot, auth=auth)
-            extra: dict = {"chroot": chroot} if chroot else {}
-            if auth:
-                extra["auth"] = f"{auth[0][0]}:{auth[0][1]}"
-            connections[CLI_CONN_ID] = {"conn_type": "zookeeper", "host": hosts, "extra": extra}
-            conn_id = CLI_CONN_ID
-            problem = _check_reachable(settings)
-            if problem:
-                print(f"kafka-zk-audit: {problem}; check the address and that the ensemble is up", file=sys.stderr)
-                return EXIT_USAGE
-    except ValueError as exc:
-        print(f"kafka-zk-audit: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    if args.config and not Path(args.config).exists():
-        print(f"kafka-zk-audit: config file {args.config} does not exist", file=sys.stderr)
-        return EXIT_USAGE
+    if args.zk:
+        try:
+            problem = _zookeeper_connection(args.zk, connections)
+        except ValueError as exc:
+            problem = str(exc)
+        if problem:
+            return _usage_error(problem)
+        conn_id = CLI_CONN_ID
 
     warehouse = Warehouse(args.warehouse or default_warehouse())
     label = "run" + uuid.uuid4().hex[:8]
     env = airflow_env(connections=connections)
+    audit_config = args.config if not args.config or "://" in args.config else str(Path(args.config).resolve())
     conf = {
         "zk_conn_id": conn_id,
         "spark_conn_id": args.spark_conn_id,
         "warehouse": warehouse.root,
-        "audit_config": str(Path(args.config).resolve()) if args.config else None,
+        "audit_config": audit_config,
         "run_label": label,
     }
     log_path = Path(env["AIRFLOW_HOME"]) / "logs" / f"kafka-zk-audit-{label}.log"
     print(f"running DAG kafka_zk_audit against {args.zk or conn_id}; warehouse {warehouse.root}", file=sys.stderr)
     print(f"Airflow log: {log_path}", file=sys.stderr)
-    result = run_dag_once(env, conf, log_path, echo=args.verbose)
-    summaries = sorted(Path(warehouse.root).glob(f"runs/*-{label}/summary.json")) if "://" not in warehouse.root else []
-    if not summaries:
-        tail = log_path.read_text(errors="replace").splitlines()[-40:]
-        print("\n".join(tail), file=sys.stderr)
-        print(
-            f"kafka-zk-audit: the run produced no summary (airflow exit {result.returncode}); see {log_path}",
-            file=sys.stderr,
-        )
-        return EXIT_FAILED
-    summary = json.loads(summaries[-1].read_text())
+    try:
+        result = run_dag_once(env, conf, log_path, echo=args.verbose)
+    except RuntimeError as exc:  # `airflow db migrate` failed: no DAG run started
+        print(f"kafka-zk-audit: the audit could not start: {exc}", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    found = _find_summary(warehouse, label)
+    if found is None:
+        return _incomplete(log_path, result.returncode)
+    summary, summary_path = found
     print(format_summary(summary))
-    print(f"summary: {summaries[-1]}")
+    print(f"summary: {summary_path}")
     if summary["gate"].get("error"):
-        print(f"kafka-zk-audit: the gate did not finish validating; its error is in {log_path}", file=sys.stderr)
+        return _incomplete(log_path, result.returncode, fallback=summary["gate"]["error"])
     return EXIT_PASSED if summary["gate"]["success"] else EXIT_FAILED
 
 

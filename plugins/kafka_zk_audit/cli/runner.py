@@ -3,13 +3,15 @@
 Used by ``kafka-zk-audit run`` (and so ``make demo``) and by the end-to-end tests. The Airflow home
 is the caller's ``$AIRFLOW_HOME`` or our own (``~/.kafka-zk-audit/airflow``), with a SQLite
 metadata DB; the DAGs folder holds just this project's DAG; spark-submit and the Spark driver's
-Python come from the interpreter running this code (the project's venv).
+Python come from the interpreter running this code (the project's venv). When a run ends without
+a summary, :func:`first_failed_task` reads the run's log to say which task failed and why.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -109,3 +111,52 @@ def run_dag_once(env: dict[str, str], conf: dict[str, Any], log_path: Path, echo
     ensure_metadata_db(env)
     code = _airflow(env, ["dags", "test", "kafka_zk_audit", "-c", json.dumps(conf)], log_path=log_path, echo=echo)
     return DagRunResult(code, log_path)
+
+
+# Lines of the ``airflow dags test`` log that matter when a run fails.
+_TASK_STARTS = re.compile(r"\[DAG TEST\] starting task_id=(\S+)")
+_TASK_FAILED = "Task failed with exception"
+_LOG_RECORD = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")  # a new log record (the traceback has ended)
+_EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?([A-Za-z_]\w*): ?(.*)$")
+_MAX_ERROR_LINES, _MAX_LINE_CHARS = 4, 400
+
+
+@dataclass(frozen=True)
+class TaskFailure:
+    """A task that failed in a DAG run, and the error it failed with (the exception, then its detail lines)."""
+
+    task_id: str
+    error: str
+
+
+def _error_of(traceback_lines: list[str]) -> str:
+    """The exception line of the last traceback in a block (class without module), with its continuation lines."""
+    starts = [i for i, line in enumerate(traceback_lines) if line.startswith("Traceback (most recent call last)")]
+    lines = traceback_lines[starts[-1] + 1:] if starts else traceback_lines
+    body = [line for line in lines if line.strip()]
+    first = next((i for i, line in enumerate(body) if not line[:1].isspace()), None)
+    if first is None:
+        return "no error message in the log"
+    message: list[str] = []
+    for line in body[first:]:
+        if line.startswith("at ") or len(message) == _MAX_ERROR_LINES:  # a Java stack frame, or enough said
+            break
+        message.append(line.strip()[:_MAX_LINE_CHARS])
+    match = _EXCEPTION_LINE.match(message[0])
+    if match:
+        message[0] = f"{match.group(1)}: {match.group(2)}"
+    return "\n".join(message)
+
+
+def first_failed_task(log_text: str) -> TaskFailure | None:
+    """The first task of a ``airflow dags test`` log that failed, with its error; None when none did."""
+    current: str | None = None
+    lines = log_text.splitlines()
+    for index, line in enumerate(lines):
+        started = _TASK_STARTS.search(line)
+        if started:
+            current = started.group(1)
+        elif _TASK_FAILED in line and current:
+            end = next((j for j in range(index + 1, len(lines)) if _LOG_RECORD.match(lines[j])), len(lines))
+            return TaskFailure(current, _error_of(lines[index + 1:end]))
+    return None

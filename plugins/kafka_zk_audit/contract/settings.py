@@ -1,89 +1,182 @@
 """The audit settings: SLAs, backlog limits, severity overrides, suppressions, alerts and the gate.
 
 ``load_config(None)`` returns the packaged defaults (``default_settings.yaml``, where every setting is
-documented). A user file only lists what it changes; it is merged over the defaults section by section.
-Anything invalid raises ``ValueError`` naming the key and what to do about it.
+documented). A user file only lists what it changes; it is merged over the defaults section by section
+and validated by the pydantic models below (unknown keys are errors). Anything invalid raises one
+:class:`SettingsError` listing every problem, each with its dotted key, the file and line, and what is
+allowed there.
 """
 
 from __future__ import annotations
 
-import copy
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from importlib import resources
-from typing import Any
+from typing import Annotated, Any, get_args
 
 import yaml
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
+from pydantic_core import ErrorDetails, PydanticCustomError
 
 from kafka_zk_audit.contract.catalogue import BY_ID, CHECK_IDS, SEVERITIES
 
 DEFAULT_CONFIG_RESOURCE = "default_settings.yaml"
+DEFAULT_SOURCE = "<packaged defaults>"
 
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
 _DURATION_WHOLE = re.compile(r"(?:\d+(?:\.\d+)?\s*[smhdw]\s*)+")
+_MAX_SECONDS = timedelta.max.total_seconds() // 2
+_DURATION_HELP = (
+    'write a duration: a number followed by s, m, h, d or w, e.g. "90s", "30m", "24h", "7d", "1h30m", '
+    "or a plain number of seconds >= 0"
+)
+
+KeyPath = tuple[str | int, ...]
 
 
-@dataclass(frozen=True)
-class SlaConfig:
+class SettingsError(ValueError):
+    """Invalid audit settings; ``problems`` holds one line per problem (key, file, line, what is allowed)."""
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        self.source = source
+        self.problems = problems
+        count = f"{len(problems)} problems" if len(problems) > 1 else "1 problem"
+        super().__init__(f"invalid audit settings ({count}):\n" + "\n".join(f"  {p}" for p in problems))
+
+
+def _duration(value: Any) -> timedelta:
+    """'90s', '30m', '24h', '7d', '1h30m' or a plain number of seconds as a timedelta; ValueError otherwise."""
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, bool):
+        raise ValueError(value)
+    elif isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, str) and value.strip():
+        text = value.strip().lower()
+        if re.fullmatch(r"\d+(?:\.\d+)?", text):
+            seconds = float(text)
+        elif _DURATION_WHOLE.fullmatch(text):
+            seconds = sum(float(number) * _UNIT_SECONDS[unit] for number, unit in _DURATION_PART.findall(text))
+        else:
+            raise ValueError(value)
+    else:
+        raise ValueError(value)
+    if not 0 <= seconds <= _MAX_SECONDS:  # also NaN, and what timedelta cannot hold
+        raise ValueError(value)
+    return timedelta(seconds=seconds)
+
+
+def _validate_duration(value: Any) -> timedelta:
+    try:
+        return _duration(value)
+    except ValueError:
+        raise PydanticCustomError("duration", "; " + _DURATION_HELP) from None
+
+
+def _validate_check_id(value: Any) -> str:
+    if value not in CHECK_IDS:
+        raise PydanticCustomError(
+            "check_id", ", which is not a check id; use one of the catalogue ids ({ids})", {"ids": ", ".join(CHECK_IDS)}
+        )
+    return value
+
+
+def _validate_severity(value: Any) -> str:
+    if value not in SEVERITIES:
+        raise PydanticCustomError("severity", "; use one of {severities}", {"severities": ", ".join(SEVERITIES)})
+    return value
+
+
+def _none_as_empty(value: Any) -> Any:
+    return () if value is None else value
+
+
+def _one_or_many(value: Any) -> Any:
+    return (value,) if isinstance(value, str) else _none_as_empty(value)
+
+
+Duration = Annotated[timedelta, BeforeValidator(_validate_duration)]
+CheckId = Annotated[str, BeforeValidator(_validate_check_id)]
+Severity = Annotated[str, BeforeValidator(_validate_severity)]
+Text = Annotated[StrictStr, Field(pattern=r"\S")]
+Count = Annotated[StrictInt, Field(ge=0)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SlaConfig(_Section):
     """How long each admin operation may stay pending."""
 
-    delete_topic: timedelta
-    reassignment: timedelta
-    preferred_election: timedelta
+    delete_topic: Duration
+    reassignment: Duration
+    preferred_election: Duration
 
 
-@dataclass(frozen=True)
-class NotificationBacklogConfig:
+class NotificationBacklogConfig(_Section):
     """When a sequential notification queue counts as backlogged."""
 
-    max_children: int
-    max_age: timedelta
+    max_children: Count
+    max_age: Duration
 
 
-@dataclass(frozen=True)
-class Suppression:
+class Suppression(_Section):
     """An accepted finding: check_id plus optional glob patterns (topic, group_id) and broker_id."""
 
-    check_id: str
-    reason: str
-    topic: str | None = None
-    group_id: str | None = None
-    broker_id: int | None = None
+    check_id: CheckId
+    reason: Text
+    topic: Text | None = None
+    group_id: Text | None = None
+    broker_id: Annotated[StrictInt, Field(ge=-1)] | None = None
 
 
-@dataclass(frozen=True)
-class AlertsConfig:
+class AlertsConfig(_Section):
     """Settings the alert task reads."""
 
-    only_new: bool
-    email_to: tuple[str, ...]
-    smtp_conn_id: str
-    webhook_conn_id: str | None
-    top_offenders: int
+    only_new: StrictBool
+    email_to: Annotated[tuple[Text, ...], BeforeValidator(_one_or_many)]
+    smtp_conn_id: Text
+    webhook_conn_id: Text | None
+    top_offenders: Count
 
 
-@dataclass(frozen=True)
-class GateConfig:
+class GateConfig(_Section):
     """Which severities fail the gate."""
 
-    gating_severities: tuple[str, ...]
+    gating_severities: Annotated[tuple[Severity, ...], BeforeValidator(_none_as_empty)]
 
 
-@dataclass(frozen=True)
-class AuditConfig:
-    """The validated audit settings."""
+class AuditConfig(_Section):
+    """The validated audit settings; ``source`` says where they came from."""
 
     sla: SlaConfig
     notification_backlog: NotificationBacklogConfig
-    severity_overrides: Mapping[str, str]
-    suppressions: tuple[Suppression, ...]
+    severity_overrides: dict[CheckId, Severity]
+    suppressions: Annotated[tuple[Suppression, ...], BeforeValidator(_none_as_empty)]
     alerts: AlertsConfig
     gate: GateConfig
-    source: str = "<packaged defaults>"
+    _source: str = PrivateAttr(default=DEFAULT_SOURCE)
+
+    @property
+    def source(self) -> str:
+        """The file the settings came from, or ``<packaged defaults>``."""
+        return self._source
 
     def severity_of(self, check_id: str) -> str:
         """The severity of a check: the override when configured, else the catalogue default."""
@@ -94,28 +187,182 @@ class AuditConfig:
         return severity in self.gate.gating_severities
 
 
+_CUSTOM_KINDS = frozenset({"duration", "check_id", "severity"})
+# what a key must look like, for pydantic's own error types (the custom ones above carry their own text)
+_ALLOWED_BY_TYPE = {
+    "bool_type": "; write true or false",
+    "int_type": "; it must be a whole number",
+    "int_from_float": "; it must be a whole number",
+    "greater_than_equal": "; it must be a whole number >= {ge}",
+    "string_type": "; it must be a non-empty string",
+    "string_pattern_mismatch": "; it must be a non-empty string",
+}
+_MISSING_HINTS = {
+    "check_id": "name the check this suppression applies to",
+    "reason": "say why these findings are accepted",
+}
+_LIST_HINTS = {
+    "suppressions": "a list of entries with check_id and reason",
+    "email_to": "a list of e-mail addresses",
+    "gating_severities": f"a list of severities such as [critical, error] (from {', '.join(SEVERITIES)})",
+}
+_SECTIONS: dict[str, type[BaseModel]] = {
+    "": AuditConfig,
+    "sla": SlaConfig,
+    "notification_backlog": NotificationBacklogConfig,
+    "suppressions": Suppression,
+    "alerts": AlertsConfig,
+    "gate": GateConfig,
+}
+
+
+def _dotted(path: KeyPath) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _yaml_lines(node: yaml.Node | None, path: KeyPath = ()) -> Iterator[tuple[KeyPath, int]]:
+    """(path, 1-based line) of every key and list item in a composed YAML document."""
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            child = (*path, key_node.value) if isinstance(key_node, yaml.ScalarNode) else path
+            yield child, key_node.start_mark.line + 1
+            yield from _yaml_lines(value_node, child)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            yield (*path, index), item.start_mark.line + 1
+            yield from _yaml_lines(item, (*path, index))
+
+
+@dataclass(frozen=True)
+class _Where:
+    """Where the user's settings came from: a label, and the line of each key when read from a file."""
+
+    source: str
+    lines: Mapping[KeyPath, int]
+
+    def line_of(self, path: KeyPath) -> int | None:
+        """The line of ``path``, else of its nearest ancestor in the file (None: not from a file)."""
+        for depth in range(len(path), 0, -1):
+            if path[:depth] in self.lines:
+                return self.lines[path[:depth]]
+        return None
+
+    def at(self, line: int | None) -> str:
+        return f"{self.source}, line {line}" if line else self.source
+
+
+def _section_of(path: KeyPath) -> type[BaseModel]:
+    return _SECTIONS.get(".".join(str(part) for part in path[:-1] if not isinstance(part, int)), AuditConfig)
+
+
+def _nullable(path: KeyPath) -> bool:
+    """True when the key at ``path`` may be null."""
+    field = _section_of(path).model_fields.get(str(path[-1])) if path else None
+    return field is not None and type(None) in get_args(field.annotation)
+
+
+def _describe(error: ErrorDetails) -> tuple[KeyPath, str]:
+    """One problem as (key path, text): the dotted key, the offending value and what is allowed."""
+    path: KeyPath = tuple(part for part in error["loc"] if part != "[key]")
+    key, kind, value = _dotted(path), error["type"], error.get("input")
+    if kind == "extra_forbidden":
+        parent = f"under '{_dotted(path[:-1])}'" if path[:-1] else "at the top level"
+        known = ", ".join(sorted(_section_of(path).model_fields))
+        return path, f"unknown key '{key}'; the keys {parent} are {known}. Fix the spelling or remove it."
+    if kind == "missing":
+        return path, f"'{key}' is missing; {_MISSING_HINTS.get(str(path[-1]), 'add it')}"
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        return path, f"'{key}' must be a mapping of keys to values, not {type(value).__name__} ({value!r})"
+    if kind in ("tuple_type", "list_type"):
+        return path, f"'{key}' must be {_LIST_HINTS.get(str(path[-1]), 'a list')}, not {value!r}"
+    if kind in _ALLOWED_BY_TYPE:
+        allowed = _ALLOWED_BY_TYPE[kind].format(**error.get("ctx", {})) + (" or null" if _nullable(path) else "")
+    else:  # our own error types carry their text; pydantic's others read well after a semicolon
+        allowed = error["msg"] if kind in _CUSTOM_KINDS else "; " + error["msg"]
+    return path, f"'{key}' is {value!r}{allowed}"
+
+
+def _problems(error: ValidationError, where: _Where) -> list[str]:
+    """Every problem, in file order, each prefixed with the file and line."""
+    located = [(where.line_of(path), text) for path, text in map(_describe, error.errors())]
+    located.sort(key=lambda item: item[0] or 0)
+    return [f"{where.at(line)}: {text}" for line, text in located]
+
+
+def _default_raw() -> dict[str, Any]:
+    text = resources.files("kafka_zk_audit.contract").joinpath(DEFAULT_CONFIG_RESOURCE).read_text(encoding="utf-8")
+    return yaml.safe_load(text)
+
+
+def _merge(defaults: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Overrides over defaults: mapping sections merge key by key (null keeps the defaults), the rest is replaced."""
+    merged = dict(defaults)
+    for key, value in overrides.items():
+        default = defaults.get(key)
+        if isinstance(default, Mapping) and value is None:
+            continue
+        merged[key] = {**default, **value} if isinstance(default, Mapping) and isinstance(value, Mapping) else value
+    return merged
+
+
+def _validate(raw: Any, where: _Where) -> AuditConfig:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        raise SettingsError(where.source, [
+            f"{where.at(1 if where.lines else None)}: the settings must be a mapping of keys to values, "
+            f"not {type(raw).__name__}"
+        ])
+    try:
+        config = AuditConfig.model_validate(_merge(_default_raw(), raw))
+    except ValidationError as error:
+        raise SettingsError(where.source, _problems(error, where)) from None
+    config._source = where.source
+    return config
+
+
+def parse_config(raw: Mapping[str, Any] | None, source: str = "audit config") -> AuditConfig:
+    """Validate a settings mapping (only the keys it changes) merged over the packaged defaults."""
+    return _validate(raw, _Where(source, {}))
+
+
+def load_config(path: str | os.PathLike[str] | None = None) -> AuditConfig:
+    """The settings from a YAML file (local path or fsspec URL) over the defaults; None: the defaults."""
+    if path is None:
+        return _validate({}, _Where(DEFAULT_SOURCE, {}))
+    location = os.fspath(path)
+    try:
+        if "://" in location:
+            import fsspec
+
+            with fsspec.open(location, "r", encoding="utf-8") as handle:
+                text = handle.read()
+        else:
+            with open(location, encoding="utf-8") as handle:
+                text = handle.read()
+    except OSError as error:
+        reason = error.strerror or str(error) or type(error).__name__
+        raise SettingsError(location, [f"{location}: cannot read it ({reason}); check the path"]) from error
+    try:
+        raw = yaml.safe_load(text)
+        lines = dict(_yaml_lines(yaml.compose(text, Loader=yaml.SafeLoader)))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        line = f", line {mark.line + 1}" if mark is not None else ""
+        detail = " ".join(str(error).split())
+        raise SettingsError(location, [f"{location}{line}: not valid YAML: {detail}"]) from error
+    return _validate(raw, _Where(location, lines))
+
+
 def parse_duration(value: Any, key: str = "duration", source: str = "audit config") -> timedelta:
     """'90s', '30m', '24h', '7d', '1h30m' or a plain number of seconds, as a timedelta (>= 0)."""
-    if isinstance(value, bool):
-        raise ValueError(f"{source}: '{key}' is {value!r}; write a duration such as \"30m\", \"24h\" or \"7d\"")
-    if isinstance(value, int | float):
-        seconds = float(value)
-    elif isinstance(value, str) and value.strip():
-        text = value.strip().lower()
-        if re.fullmatch(r"\d+(?:\.\d+)?", text):
-            seconds = float(text)
-        elif _DURATION_WHOLE.fullmatch(text):
-            seconds = sum(float(number) * _UNIT_SECONDS[unit] for number, unit in _DURATION_PART.findall(text))
-        else:
-            raise ValueError(
-                f"{source}: '{key}' is {value!r}, which is not a duration; write a number followed by "
-                "s, m, h, d or w, e.g. \"90s\", \"30m\", \"24h\", \"7d\", or a plain number of seconds"
-            )
-    else:
-        raise ValueError(f"{source}: '{key}' is {value!r}; write a duration such as \"30m\", \"24h\" or \"7d\"")
-    if seconds < 0:
-        raise ValueError(f"{source}: '{key}' is negative ({value!r}); durations must be >= 0")
-    return timedelta(seconds=seconds)
+    try:
+        return _duration(value)
+    except ValueError:
+        raise SettingsError(source, [f"{source}: '{key}' is {value!r}; {_DURATION_HELP}"]) from None
 
 
 def format_duration(duration: timedelta) -> str:
@@ -158,179 +405,3 @@ def glob_to_regex(pattern: str) -> str:
         else:
             out.append("\\" + char if ord(char) < 128 else char)
     return "^" + "".join(out) + "$"
-
-
-def _default_raw() -> dict[str, Any]:
-    text = resources.files("kafka_zk_audit.contract").joinpath(DEFAULT_CONFIG_RESOURCE).read_text(encoding="utf-8")
-    return yaml.safe_load(text)
-
-
-def _known_keys(section: Mapping[str, Any], known: Mapping[str, Any], prefix: str, source: str) -> None:
-    for key in section:
-        if key not in known:
-            where = f"under '{prefix}'" if prefix else "at the top level"
-            raise ValueError(
-                f"{source}: unknown key '{prefix + '.' if prefix else ''}{key}'; the keys {where} are "
-                f"{', '.join(sorted(known))}. Fix the spelling or remove it."
-            )
-
-
-def _mapping(value: Any, key: str, source: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ValueError(f"{source}: '{key}' must be a mapping of keys to values, not {type(value).__name__}")
-    return value
-
-
-def _merge(defaults: Mapping[str, Any], overrides: Mapping[str, Any], source: str) -> dict[str, Any]:
-    """Overrides over defaults: mapping sections merge key by key, everything else is replaced."""
-    _known_keys(overrides, defaults, "", source)
-    merged = copy.deepcopy(dict(defaults))
-    for key, value in overrides.items():
-        default = defaults[key]
-        if isinstance(default, Mapping) and default:
-            section = _mapping(value, key, source)
-            _known_keys(section, default, key, source)
-            merged[key] = {**default, **section}
-        else:
-            merged[key] = value
-    return merged
-
-
-def _int(value: Any, key: str, source: str, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{source}: '{key}' is {value!r}; it must be a whole number >= {minimum}")
-    return value
-
-
-def _bool(value: Any, key: str, source: str) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"{source}: '{key}' is {value!r}; write true or false")
-    return value
-
-
-def _str(value: Any, key: str, source: str, optional: bool = False) -> str | None:
-    if value is None and optional:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        allowed = " or null" if optional else ""
-        raise ValueError(f"{source}: '{key}' is {value!r}; it must be a non-empty string{allowed}")
-    return value
-
-
-def _check_id(value: Any, key: str, source: str) -> str:
-    if value not in CHECK_IDS:
-        raise ValueError(
-            f"{source}: '{key}' is {value!r}, which is not a check id; use one of the catalogue ids "
-            f"({', '.join(CHECK_IDS)})"
-        )
-    return value
-
-
-def _severity(value: Any, key: str, source: str) -> str:
-    if value not in SEVERITIES:
-        raise ValueError(f"{source}: '{key}' is {value!r}; use one of {', '.join(SEVERITIES)}")
-    return value
-
-
-def _suppression(raw: Any, index: int, source: str) -> Suppression:
-    key = f"suppressions[{index}]"
-    entry = _mapping(raw, key, source)
-    known = {"check_id": None, "reason": None, "topic": None, "group_id": None, "broker_id": None}
-    _known_keys(entry, known, key, source)
-    if "check_id" not in entry:
-        raise ValueError(f"{source}: '{key}.check_id' is missing; name the check this suppression applies to")
-    if "reason" not in entry:
-        raise ValueError(f"{source}: '{key}.reason' is missing; say why these findings are accepted")
-    broker_id = entry.get("broker_id")
-    if broker_id is not None:
-        broker_id = _int(broker_id, f"{key}.broker_id", source, minimum=-1)
-    return Suppression(
-        check_id=_check_id(entry["check_id"], f"{key}.check_id", source),
-        reason=_str(entry["reason"], f"{key}.reason", source),  # type: ignore[arg-type]
-        topic=_str(entry.get("topic"), f"{key}.topic", source, optional=True),
-        group_id=_str(entry.get("group_id"), f"{key}.group_id", source, optional=True),
-        broker_id=broker_id,
-    )
-
-
-def parse_config(raw: Mapping[str, Any] | None, source: str = "audit config") -> AuditConfig:
-    """Validate a settings mapping (only the keys it changes) merged over the packaged defaults."""
-    merged = _merge(_default_raw(), _mapping(raw, "<top level>", source), source)
-
-    sla = _mapping(merged["sla"], "sla", source)
-    backlog = _mapping(merged["notification_backlog"], "notification_backlog", source)
-    overrides = _mapping(merged["severity_overrides"], "severity_overrides", source)
-    alerts = _mapping(merged["alerts"], "alerts", source)
-    gate = _mapping(merged["gate"], "gate", source)
-
-    suppressions_raw = merged["suppressions"] or []
-    if not isinstance(suppressions_raw, list):
-        raise ValueError(f"{source}: 'suppressions' must be a list of entries with check_id and reason")
-    email_to = alerts["email_to"] or []
-    if isinstance(email_to, str):
-        email_to = [email_to]
-    if not isinstance(email_to, list):
-        raise ValueError(f"{source}: 'alerts.email_to' must be a list of e-mail addresses")
-    gating = gate["gating_severities"] or []
-    if not isinstance(gating, list):
-        raise ValueError(f"{source}: 'gate.gating_severities' must be a list such as [critical, error]")
-
-    return AuditConfig(
-        sla=SlaConfig(
-            delete_topic=parse_duration(sla["delete_topic"], "sla.delete_topic", source),
-            reassignment=parse_duration(sla["reassignment"], "sla.reassignment", source),
-            preferred_election=parse_duration(sla["preferred_election"], "sla.preferred_election", source),
-        ),
-        notification_backlog=NotificationBacklogConfig(
-            max_children=_int(backlog["max_children"], "notification_backlog.max_children", source),
-            max_age=parse_duration(backlog["max_age"], "notification_backlog.max_age", source),
-        ),
-        severity_overrides={
-            _check_id(check_id, f"severity_overrides.{check_id}", source): _severity(
-                severity, f"severity_overrides.{check_id}", source
-            )
-            for check_id, severity in overrides.items()
-        },
-        suppressions=tuple(_suppression(entry, i, source) for i, entry in enumerate(suppressions_raw)),
-        alerts=AlertsConfig(
-            only_new=_bool(alerts["only_new"], "alerts.only_new", source),
-            email_to=tuple(
-                _str(address, f"alerts.email_to[{i}]", source)  # type: ignore[misc]
-                for i, address in enumerate(email_to)
-            ),
-            smtp_conn_id=_str(alerts["smtp_conn_id"], "alerts.smtp_conn_id", source),  # type: ignore[arg-type]
-            webhook_conn_id=_str(alerts["webhook_conn_id"], "alerts.webhook_conn_id", source, optional=True),
-            top_offenders=_int(alerts["top_offenders"], "alerts.top_offenders", source),
-        ),
-        gate=GateConfig(
-            gating_severities=tuple(
-                _severity(severity, f"gate.gating_severities[{i}]", source) for i, severity in enumerate(gating)
-            )
-        ),
-        source=source,
-    )
-
-
-def load_config(path: str | os.PathLike[str] | None = None) -> AuditConfig:
-    """The settings from a YAML file (local path or fsspec URL) over the defaults; None: the defaults."""
-    if path is None:
-        return parse_config({}, source="<packaged defaults>")
-    source = os.fspath(path)
-    if "://" in source:
-        import fsspec
-
-        with fsspec.open(source, "r", encoding="utf-8") as handle:
-            text = handle.read()
-    else:
-        try:
-            with open(source, encoding="utf-8") as handle:
-                text = handle.read()
-        except OSError as error:
-            raise ValueError(f"audit config {source}: cannot read it ({error.strerror}); check the path") from error
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise ValueError(f"audit config {source}: not valid YAML: {error}") from error
-    return parse_config(raw, source=f"audit config {source}")
