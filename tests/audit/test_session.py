@@ -21,3 +21,10 @@ def test_cluster_masters_leave_the_driver_address_to_spark(master):
     conf = session_conf(master)
     assert not set(LOOPBACK_CONF) & set(conf)
     assert conf["spark.ui.enabled"] == "false"
+
+
+def test_outside_spark_submit_no_master_is_imposed(monkeypatch):
+    from kafka_zk_audit.audit.session import submitted_master
+
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    assert submitted_master() is None

@@ -136,6 +136,8 @@ def test_clean_cluster_passes_the_gate_with_a_spark_cluster_master(airflow_sessi
     finally:
         sim.close()
     assert f"spark-submit --master {master} " in log
+    # the app really ran on the cluster's executor, not in a local driver that ignored the master
+    assert "Granted executor ID" in log and "Starting executor ID driver" not in log
     assert "spark.driver.host" not in log.split("Spark-Submit cmd:", 1)[1].split("\n", 1)[0]
     bad = [f for f in findings if f["severity"] in ("error", "critical")]
     assert bad == [], bad

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from pyspark import SparkConf
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 # Every session: no UI, and no Python-side DataFrame debugging info (it costs JVM round trips on
@@ -31,9 +31,21 @@ def session_conf(master: str) -> dict[str, str]:
     return {**COMMON_CONF, **(LOOPBACK_CONF if is_local(master) else {})}
 
 
+def submitted_master() -> str | None:
+    """The master spark-submit was given (the Spark connection), or None outside spark-submit.
+
+    spark-submit passes its settings to the driver JVM, not to Python: they are visible only through a
+    JVM-backed ``SparkConf``, so connect to the gateway spark-submit started before reading them.
+    """
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return None
+    SparkContext._ensure_initialized()
+    return SparkConf().get("spark.master", None)
+
+
 def get_spark(app_name: str, master: str | None = None, shuffle_partitions: int = 8) -> SparkSession:
     """A SparkSession; under spark-submit the master comes from spark-submit (the Spark connection)."""
-    master = master or SparkConf().get("spark.master", "local[*]")
+    master = master or submitted_master() or "local[*]"
     if is_local(master):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName(app_name).master(master)
