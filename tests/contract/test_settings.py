@@ -116,7 +116,7 @@ def test_empty_file_means_defaults(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        ({"slas": {}}, r"unknown key 'slas'.*alerts, gate, notification_backlog"),
+        ({"slas": {}}, r"unknown key 'slas'.*alerts, clusters, drift, fleet, gate, notification_backlog"),
         ({"sla": {"delete_topc": "1h"}}, r"unknown key 'sla.delete_topc'.*delete_topic, preferred_election"),
         ({"alerts": {"only_new": "yes"}}, r"'alerts.only_new' is 'yes'; write true or false"),
         ({"alerts": {"top_offenders": -1}}, r"'alerts.top_offenders'.*whole number >= 0"),
@@ -225,3 +225,50 @@ def test_globs_translate_like_fnmatch(pattern: str) -> None:
     regex = re.compile(glob_to_regex(pattern))
     for name in ("scratch-1", "test", "bcd", "acd", "]y", "xy", "a.b", "axb", "we[ird", "xb", "xd", "app.log", ""):
         assert bool(regex.match(name)) == fnmatch.fnmatchcase(name, pattern), (pattern, name)
+
+
+FLEET = """\
+schedule: "0 * * * *"
+clusters:
+  - name: prod-eu
+    zk_conn_id: zookeeper_prod_eu
+    overrides:
+      alerts: {email_to: [eu@example.com]}
+      sla: {reassignment: 2h}
+  - name: prod-us
+    zk_conn_id: zookeeper_prod_us
+"""
+
+
+def test_fleet_settings_and_per_cluster_overrides(tmp_path: Path) -> None:
+    path = tmp_path / "fleet.yaml"
+    path.write_text(FLEET)
+    cfg = load_config(path)
+    assert cfg.schedule == "0 * * * *"
+    assert cfg.cluster_names() == ("prod-eu", "prod-us")
+    eu, us = cfg.for_cluster("prod-eu"), cfg.for_cluster("prod-us")
+    assert eu.alerts.email_to == ("eu@example.com",) and eu.sla.reassignment.total_seconds() == 7200
+    assert us.alerts.email_to == () and us.sla.reassignment.total_seconds() == 86400
+    assert cfg.for_cluster("unknown") is cfg
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ('      sla: {reassignment: 2h}\n', "line 7: 'clusters[0].overrides.schedule' cannot be overridden"),
+        ('      sla: {reassignment: soon}\n', "line 7: 'clusters[0].overrides.sla.reassignment' is 'soon'"),
+        ('  - name: prod-us\n', "cluster names must be unique; prod-eu"),
+    ],
+)
+def test_bad_fleet_settings_name_the_key_and_line(tmp_path: Path, change: str, message: str) -> None:
+    text = FLEET
+    if "schedule" in message:
+        text = text.replace(change, "      schedule: '@daily'\n")
+    elif "unique" in message:
+        text = text.replace("name: prod-us", "name: prod-eu")
+    else:
+        text = text.replace("reassignment: 2h", "reassignment: soon")
+    path = tmp_path / "fleet.yaml"
+    path.write_text(text)
+    with pytest.raises(SettingsError, match=re.escape(message)):
+        load_config(path)

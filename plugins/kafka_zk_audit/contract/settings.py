@@ -162,6 +162,45 @@ class GateConfig(_Section):
     gating_severities: Annotated[tuple[Severity, ...], BeforeValidator(_none_as_empty)]
 
 
+Percent = Annotated[float, Field(ge=0, le=100)]
+ClusterName = Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")]
+# What a cluster may override: the thresholds and the alert routes (not the fleet-wide schedule or retention).
+CLUSTER_OVERRIDABLE = ("sla", "notification_backlog", "severity_overrides", "suppressions", "alerts", "drift")
+
+
+class DriftConfig(_Section):
+    """How much a cluster may change between two audited snapshots (the ``drift`` suite's bounds)."""
+
+    brokers_max_drop: Count
+    topics_max_drop_pct: Percent
+    partitions_max_drop_pct: Percent
+    consumer_groups_max_drop_pct: Percent
+    znodes_max_drop_pct: Percent
+    controller_changes_max: Count
+
+
+class RetentionConfig(_Section):
+    """What the DAG prunes after a successful run; the baseline of each cluster is always kept."""
+
+    keep_snapshots: Count
+    keep_snapshots_for: Duration
+    keep_findings_for: Duration
+
+
+class FleetConfig(_Section):
+    """How a run over several clusters behaves."""
+
+    max_parallel_snapshots: Annotated[StrictInt, Field(ge=1)]
+
+
+class ClusterConfig(_Section):
+    """One audited cluster: its name, its ZooKeeper connection and what it overrides."""
+
+    name: ClusterName
+    zk_conn_id: Text
+    overrides: dict[str, Any] = Field(default_factory=dict)
+
+
 class AuditConfig(_Section):
     """The validated audit settings; ``source`` says where they came from."""
 
@@ -171,7 +210,24 @@ class AuditConfig(_Section):
     suppressions: Annotated[tuple[Suppression, ...], BeforeValidator(_none_as_empty)]
     alerts: AlertsConfig
     gate: GateConfig
+    schedule: Text | None
+    clusters: Annotated[tuple[ClusterConfig, ...], BeforeValidator(_none_as_empty)]
+    fleet: FleetConfig
+    drift: DriftConfig
+    retention: RetentionConfig
     _source: str = PrivateAttr(default=DEFAULT_SOURCE)
+    _raw: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    def for_cluster(self, name: str) -> AuditConfig:
+        """These settings with the named cluster's overrides applied (unknown or unlisted name: unchanged)."""
+        cluster = next((c for c in self.clusters if c.name == name), None)
+        if cluster is None or not cluster.overrides:
+            return self
+        where = _Where(f"{self.source} (cluster {name})", {})
+        return _validate(_merge(self._raw, cluster.overrides), where, defaults=False)
+
+    def cluster_names(self) -> tuple[str, ...]:
+        return tuple(cluster.name for cluster in self.clusters)
 
     @property
     def source(self) -> str:
@@ -213,6 +269,10 @@ _SECTIONS: dict[str, type[BaseModel]] = {
     "suppressions": Suppression,
     "alerts": AlertsConfig,
     "gate": GateConfig,
+    "clusters": ClusterConfig,
+    "fleet": FleetConfig,
+    "drift": DriftConfig,
+    "retention": RetentionConfig,
 }
 
 
@@ -308,7 +368,7 @@ def _merge(defaults: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[st
     return merged
 
 
-def _validate(raw: Any, where: _Where) -> AuditConfig:
+def _validate(raw: Any, where: _Where, defaults: bool = True) -> AuditConfig:
     if raw is None:
         raw = {}
     if not isinstance(raw, Mapping):
@@ -316,11 +376,36 @@ def _validate(raw: Any, where: _Where) -> AuditConfig:
             f"{where.at(1 if where.lines else None)}: the settings must be a mapping of keys to values, "
             f"not {type(raw).__name__}"
         ])
+    merged = _merge(_default_raw(), raw) if defaults else dict(raw)
     try:
-        config = AuditConfig.model_validate(_merge(_default_raw(), raw))
+        config = AuditConfig.model_validate(merged)
     except ValidationError as error:
         raise SettingsError(where.source, _problems(error, where)) from None
     config._source = where.source
+    config._raw = merged
+    problems = []
+    for index, cluster in enumerate(config.clusters):
+        at = ("clusters", index, "overrides")
+        for key in cluster.overrides:
+            if key not in CLUSTER_OVERRIDABLE:
+                problems.append(f"{where.at(where.line_of((*at, key)))}: '{_dotted((*at, key))}' cannot be "
+                                f"overridden per cluster; the keys a cluster may override are "
+                                f"{', '.join(CLUSTER_OVERRIDABLE)}")
+        if any(key not in CLUSTER_OVERRIDABLE for key in cluster.overrides):
+            continue
+        try:
+            AuditConfig.model_validate(_merge(merged, cluster.overrides))
+        except ValidationError as error:
+            for path, text in map(_describe, error.errors()):
+                line = where.line_of((*at, *path))
+                problems.append(f"{where.at(line)}: {text.replace(repr(_dotted(path)), repr(_dotted((*at, *path))))}")
+    names = [cluster.name for cluster in config.clusters]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        problems.append(f"{where.at(where.line_of(('clusters',)))}: cluster names must be unique; "
+                        f"{', '.join(duplicates)} appear more than once")
+    if problems:
+        raise SettingsError(where.source, problems)
     return config
 
 
