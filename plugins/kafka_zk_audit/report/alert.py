@@ -157,7 +157,7 @@ def _gate_summary(verdict: dict[str, Any] | None) -> tuple[str, list[dict[str, A
     if not verdict:
         return "the gate failed without a verdict (it did not finish validating)", []
     failed = [f for f in verdict.get("failed") or [] if f.get("gating", True)]
-    names = ", ".join(f"{f.get('check_id')} ({f.get('unexpected_count')})" for f in failed)
+    names = ", ".join(f.get("label") or f"{f.get('check_id')} ({f.get('unexpected_count')})" for f in failed)
     line = f"{verdict.get('failed_expectations', len(failed))} gating expectation(s) failed"
     line += f": {names}" if names else ""
     if verdict.get("non_gating_failed_expectations"):
@@ -214,7 +214,7 @@ def build_alert(
             "summary": gate_line,
             "failed_expectations": (verdict or {}).get("failed_expectations"),
             "non_gating_failed_expectations": (verdict or {}).get("non_gating_failed_expectations"),
-            "failed_checks": [{k: f.get(k) for k in ("check_id", "severity", "unexpected_count")}
+            "failed_checks": [{k: f.get(k) for k in ("check_id", "severity", "unexpected_count", "label")}
                               for f in gate_failed],
         },
         "totals": {

@@ -1,0 +1,170 @@
+"""Great Expectations as the user's extension point, on the real parts.
+
+A small healthy cluster is written by the simulator into the session's ZooKeeper, snapshotted, and
+audited by the Spark job into audit tables. The gate's checkpoint then runs, with GX, a user folder:
+the packaged suites plus a user expectation on ``audit_brokers`` (more rows than the cluster has
+brokers) and a user suite on ``audit_topics``. The user expectation alone decides the verdict, by the
+severity in its ``meta``; the Data Docs show it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+
+from kafka_zk_audit.audit.job import run_audit
+from kafka_zk_audit.contract.warehouse import Warehouse
+from kafka_zk_audit.gate.context import configure_checkpoint, file_data_context
+from kafka_zk_audit.gate.suites import SuiteFileError, expectations_dir, load_suites
+from kafka_zk_audit.gate.verdict import build_verdict
+from kafka_zk_audit.snapshot.connection import ZkSettings
+from kafka_zk_audit.snapshot.walker import write_snapshot
+from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
+
+pytestmark = [pytest.mark.zk, pytest.mark.spark]
+
+SNAPSHOT_ID = "20260301T000000Z"
+BROKERS = 3
+GATING = ("critical", "error")
+CLUSTER = ClusterSpec(brokers=BROKERS, racks=2, topics=2, partitions=2, replication_factor=2, groups=1,
+                      consumers_per_group=1, threads_per_consumer=1, seed=5)
+BROKER_COUNT_DESCRIPTION = f"at least {BROKERS + 1} brokers are registered (user expectation)"
+TOPIC_NAMING_DESCRIPTION = "topic names use only the characters Kafka allows (user suite)"
+TOPIC_SUITE = {
+    "name": "topic_naming",
+    "meta": {"audit_table": "audit_topics", "owner": "kafka platform team"},
+    "expectations": [
+        {"type": "expect_column_values_to_match_regex", "kwargs": {"column": "topic", "regex": r"^[A-Za-z0-9._-]+$"},
+         "meta": {"severity": "error"}, "description": TOPIC_NAMING_DESCRIPTION},
+        {"type": "expect_column_values_to_not_be_null", "kwargs": {"column": "topic"}},
+    ],
+}
+SPARK_SETTINGS = ("spark.sql.codegen.wholeStage", "spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions")
+
+
+@pytest.fixture(scope="module")
+def audited(zk_server, spark, tmp_path_factory) -> Iterator[tuple[Warehouse, dict[str, Any]]]:
+    """The warehouse with the snapshot and audit tables of a small healthy cluster, and the audit's figures."""
+    warehouse = Warehouse(str(tmp_path_factory.mktemp("user_expectations") / "warehouse"))
+    chroot = "/gate_user_expectations"
+    with Simulator(hosts=zk_server.hosts + chroot) as simulator:
+        simulator.write(CLUSTER)
+        settings = ZkSettings(hosts=zk_server.hosts, chroot=chroot)
+        client = KazooClient(**settings.kazoo_kwargs())
+        client.start(timeout=15)
+        try:
+            write_snapshot(client, settings, warehouse, SNAPSHOT_ID)
+        finally:
+            client.stop()
+            client.close()
+    previous = {key: spark.conf.get(key) for key in SPARK_SETTINGS}  # the job sizes the shared session
+    try:
+        figures = run_audit(spark, warehouse, SNAPSHOT_ID, None)
+    finally:
+        for key, value in previous.items():
+            spark.conf.set(key, value)
+    yield warehouse, figures
+
+
+def user_suites(folder: Path, broker_count_severity: str) -> Path:
+    """The packaged suites, the user's expectation in brokers.json and the user's topic suite."""
+    shutil.copytree(expectations_dir(), folder, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    brokers = json.loads((folder / "brokers.json").read_text())
+    brokers["expectations"].append({
+        "type": "expect_table_row_count_to_be_between",
+        "kwargs": {"min_value": BROKERS + 1},
+        "meta": {"severity": broker_count_severity},
+        "description": BROKER_COUNT_DESCRIPTION,
+    })
+    (folder / "brokers.json").write_text(json.dumps(brokers, indent=2))
+    (folder / "topic_naming.json").write_text(json.dumps(TOPIC_SUITE, indent=2))
+    return folder
+
+
+def run_gate(warehouse: Warehouse, suites_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run the gate's checkpoint as the operator does; the result goes through JSON as through XCom."""
+    suites = load_suites({}, suites_dir)
+    contexts = file_data_context(warehouse)
+    context = next(contexts)
+    result = configure_checkpoint(context, warehouse, SNAPSHOT_ID, suites=suites).run()
+    with contextlib.suppress(StopIteration):
+        next(contexts)  # builds the offline Data Docs
+    described = json.loads(json.dumps(result.describe_dict()))
+    verdict = build_verdict(described, [s.describe() for s in suites], {}, GATING, warehouse.data_docs_index)
+    return described, verdict
+
+
+def test_the_cluster_is_healthy(audited):
+    _, figures = audited
+    assert figures["findings"] == 0, {k: v for k, v in figures["checks"].items() if v}
+    assert figures["table_rows"]["brokers"] == BROKERS
+
+
+def test_a_user_expectation_gates_by_its_meta_severity(audited, tmp_path):
+    warehouse, _ = audited
+    result, verdict = run_gate(warehouse, user_suites(tmp_path / "error", "error"))
+
+    assert verdict["success"] is False
+    assert [(f["suite"], f["audit_table"], f["expectation_type"], f["severity"], f["gating"], f["observed_value"])
+            for f in verdict["failed"]] == [
+        ("brokers", "audit_brokers", "expect_table_row_count_to_be_between", "error", True, BROKERS)
+    ]
+    assert verdict["failed"][0]["check_id"] is None and verdict["failed"][0]["column"] is None
+    # every suite ran, the user's suite on audit_topics too, and its expectations passed
+    assert len(result["validation_results"]) == 9
+    topic_naming = result["validation_results"][-1]
+    assert topic_naming["success"] is True and topic_naming["statistics"]["evaluated_expectations"] == 2
+    assert {e["kwargs"]["batch_id"] for e in topic_naming["expectations"]} == {"kafka_zk_audit_warehouse-audit_topics"}
+
+    docs = Path(warehouse.data_docs_dir)
+    brokers_pages = sorted((docs / "validations" / "brokers").rglob("*.html"))
+    assert brokers_pages and BROKER_COUNT_DESCRIPTION in brokers_pages[-1].read_text()
+    assert BROKER_COUNT_DESCRIPTION in (docs / "expectations" / "brokers.html").read_text()
+    topic_pages = sorted((docs / "validations" / "topic_naming").rglob("*.html"))
+    assert topic_pages and TOPIC_NAMING_DESCRIPTION in topic_pages[-1].read_text()
+    assert "topic_naming" in (docs / "index.html").read_text()
+
+    result, verdict = run_gate(warehouse, user_suites(tmp_path / "warning", "warning"))
+    assert verdict["success"] is True
+    assert (verdict["failed_expectations"], verdict["non_gating_failed_expectations"]) == (0, 1)
+    assert [(f["expectation_type"], f["severity"]) for f in verdict["failed"]] == [
+        ("expect_table_row_count_to_be_between", "warning")
+    ]
+
+
+def test_a_dropped_catalogue_expectation_is_reported_by_name(tmp_path):
+    folder = user_suites(tmp_path / "suites", "error")
+    brokers = json.loads((folder / "brokers.json").read_text())
+    brokers["expectations"] = [e for e in brokers["expectations"]
+                               if (e.get("meta") or {}).get("check_id") != "broker_endpoint_conflict"]
+    (folder / "brokers.json").write_text(json.dumps(brokers))
+    with pytest.raises(SuiteFileError) as raised:
+        load_suites({}, folder)
+    message = str(raised.value)
+    assert str(folder / "brokers.json") in message
+    assert "check broker_endpoint_conflict (error) has no expectation" in message and "make suites" in message
+
+    brokers["expectations"][0]["kwargs"]["column"] = "registration_not_ephemeral"  # a renamed column
+    (folder / "brokers.json").write_text(json.dumps(brokers))
+    with pytest.raises(SuiteFileError, match="broker_registration_not_ephemeral .*column 'registration_not_ephemeral'"):
+        load_suites({}, folder)
+
+
+def test_a_user_suite_on_a_table_the_snapshot_lacks_is_an_error_before_validating(audited, tmp_path):
+    warehouse, _ = audited
+    folder = user_suites(tmp_path / "suites", "error")
+    (folder / "partition_sizes.json").write_text(json.dumps({"expectations": [
+        {"type": "expect_table_row_count_to_be_between", "kwargs": {"min_value": 1}}]}))
+    contexts = file_data_context(warehouse)
+    context = next(contexts)
+    with pytest.raises(SuiteFileError) as raised:
+        configure_checkpoint(context, warehouse, SNAPSHOT_ID, suites=load_suites({}, folder))
+    assert "partition_sizes.json runs on audit_partition_sizes" in str(raised.value)
+    assert "audit_brokers" in str(raised.value)  # the tables there are
