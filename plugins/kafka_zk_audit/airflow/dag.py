@@ -1,30 +1,47 @@
-"""The DAG ``kafka_zk_audit``: snapshot → Spark audit → GX gate → summary.
+"""The DAG ``kafka_zk_audit``: every cluster of the fleet, snapshot → one Spark audit → one GX gate → summaries.
 
-    snapshot (kazoo) ──▶ audit (spark-submit) ──▶ gate (Great Expectations) ──▶ summary
-                                                    └─ on failure: e-mail + webhook alert
+    clusters ──▶ snapshot ×N (kazoo, mapped, bounded) ──▶ audit (one spark-submit for every snapshot)
+             ──▶ gate (Great Expectations, per cluster) ──▶ summary (per cluster + fleet, Asset events)
+             ──▶ retention ──▶ verdict (fails the run when a cluster is red or could not be audited)
 
-``dags/kafka_zk_audit.py`` builds it with :func:`build_dag`. Params (all optional) follow the
-contract: ``zk_conn_id``, ``spark_conn_id``, ``warehouse``, ``audit_config``; ``run_label`` is
-appended to the snapshot id (``kafka-zk-audit run`` uses it to find its own summary).
+``dags/kafka_zk_audit.py`` builds it with :func:`build_dag`. The schedule, the clusters and the bounds come
+from the audit settings file named by ``$KAFKA_ZK_AUDIT_CONFIG`` (read when Airflow parses the DAG; the
+packaged defaults when unset: hourly, one cluster ``default`` on the connection of the ``zk_conn_id`` param).
+Any task that fails for good alerts (which cluster, which task, why, where the log is); a failed gate sends
+the findings alert. Each audited cluster publishes an Asset event ``kafka-zk-audit://<cluster>`` whose extra
+carries its summary's counts.
 """
 
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime, timedelta
 from importlib import resources
+from typing import Any
 
-from airflow.sdk import DAG, Param, task
+from airflow.sdk import DAG, Asset, AssetAlias, Param, task
 from airflow.sdk.exceptions import AirflowFailException
 
 from kafka_zk_audit.airflow.notifications.audit_alert import AuditAlertNotifier
+from kafka_zk_audit.airflow.notifications.task_failure import GateVerdictFailure, TaskFailureNotifier
 from kafka_zk_audit.airflow.operators.audit_gate import AuditGateOperator
 from kafka_zk_audit.airflow.operators.audit_spark_submit import AuditSparkSubmitOperator
 from kafka_zk_audit.airflow.operators.zookeeper_snapshot import ZooKeeperSnapshotOperator
+from kafka_zk_audit.contract.settings import AuditConfig, load_config
 from kafka_zk_audit.contract.warehouse import default_warehouse
 
 DAG_ID = "kafka_zk_audit"
-SNAPSHOT_ID = "{{ ti.xcom_pull(task_ids='snapshot') }}"
+CONFIG_ENV = "KAFKA_ZK_AUDIT_CONFIG"
+DEFAULT_CLUSTER = "default"
+ASSET_ALIAS = "kafka_zk_audit_clusters"
+SNAPSHOT_IDS = "{{ snapshot_ids(ti) }}"
 WAREHOUSE = "{{ resolve_warehouse(params.warehouse) }}"
+AUDIT_CONFIG = "{{ params.audit_config or '' }}"
+START_DATE = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class RunVerdictFailed(AirflowFailException, GateVerdictFailure):
+    """The run is red: a gate failed or a cluster could not be audited (both alerted already)."""
 
 
 def spark_app_path() -> str:
@@ -38,44 +55,81 @@ def resolve_warehouse(value: str | None) -> str:
     return value if "://" in value else os.path.abspath(value)
 
 
-def build_dag() -> DAG:
+def snapshot_ids(ti: Any) -> str:
+    """The snapshot ids the mapped snapshot tasks of this run pushed (clusters that failed push none)."""
+    pulled = ti.xcom_pull(task_ids="snapshot")
+    values = [pulled] if isinstance(pulled, str) else list(pulled or [])
+    return ",".join(v for v in values if isinstance(v, str) and v and v != "None")
+
+
+def cluster_asset(name: str) -> Asset:
+    """The Asset a cluster's audit updates; schedule other DAGs on it to react to new findings."""
+    return Asset(name=f"kafka_zk_audit.{name}", uri=f"kafka-zk-audit://{name}", group="kafka_zk_audit")
+
+
+def parse_time_settings(path: str | None = None) -> AuditConfig:
+    """The settings the DAG's shape depends on (schedule, clusters), from ``path`` or ``$KAFKA_ZK_AUDIT_CONFIG``."""
+    return load_config(path or os.environ.get(CONFIG_ENV) or None)
+
+
+def build_dag(settings_path: str | None = None) -> DAG:
+    """The audit DAG for the settings at ``settings_path`` (default ``$KAFKA_ZK_AUDIT_CONFIG``)."""
+    settings_path = settings_path or os.environ.get(CONFIG_ENV) or None
+    cfg = parse_time_settings(settings_path)
+    failure_alert = TaskFailureNotifier(audit_config=AUDIT_CONFIG)
     with DAG(
         dag_id=DAG_ID,
-        description="Audit the metadata Kafka keeps in ZooKeeper",
+        description="Audit the metadata Kafka keeps in ZooKeeper, for every cluster of the fleet",
         doc_md=__doc__,
-        schedule=None,
+        schedule=cfg.schedule,
+        start_date=START_DATE,
         catchup=False,
         max_active_runs=1,
         tags=["kafka", "zookeeper", "audit"],
-        user_defined_macros={"resolve_warehouse": resolve_warehouse},
+        user_defined_macros={"resolve_warehouse": resolve_warehouse, "snapshot_ids": snapshot_ids},
         params={
-            "zk_conn_id": Param("zookeeper_default", type="string", description="ZooKeeper connection"),
+            "zk_conn_id": Param("zookeeper_default", type="string",
+                                description="ZooKeeper connection when the settings list no clusters"),
             "spark_conn_id": Param("spark_default", type="string", description="Spark connection"),
             "warehouse": Param(None, type=["null", "string"], description="warehouse path or URL"),
-            "audit_config": Param(None, type=["null", "string"], description="audit settings file"),
+            "audit_config": Param(settings_path, type=["null", "string"], description="audit settings file"),
             "suites_dir": Param(None, type=["null", "string"],
                                 description="folder of GX suites to validate (default: the packaged expectations/)"),
             "run_label": Param(None, type=["null", "string"], pattern="^[A-Za-z0-9_.-]*$",
-                               description="suffix of the snapshot id"),
+                               description="suffix of the snapshot ids"),
         },
-        default_args={"retries": 0},
+        default_args={
+            "retries": cfg.fleet.task_retries,
+            "retry_delay": cfg.fleet.retry_delay,
+            "retry_exponential_backoff": True,
+            "max_retry_delay": timedelta(minutes=10),
+            "execution_timeout": cfg.fleet.task_timeout,
+            "on_failure_callback": failure_alert,
+        },
     ) as dag:
-        snapshot = ZooKeeperSnapshotOperator(
+
+        @task(task_id="clusters", retries=0)
+        def plan_clusters(zk_conn_id: str, audit_config: str | None) -> list[dict[str, str]]:
+            """One entry per cluster to audit: the settings' clusters, else ``default`` on ``zk_conn_id``."""
+            run_cfg = load_config(audit_config or None)
+            if not run_cfg.clusters:
+                return [{"cluster": DEFAULT_CLUSTER, "zk_conn_id": zk_conn_id}]
+            return [{"cluster": c.name, "zk_conn_id": c.zk_conn_id} for c in run_cfg.clusters]
+
+        targets = plan_clusters("{{ params.zk_conn_id }}", AUDIT_CONFIG)
+        snapshot = ZooKeeperSnapshotOperator.partial(
             task_id="snapshot",
-            zk_conn_id="{{ params.zk_conn_id }}",
             warehouse=WAREHOUSE,
             snapshot_suffix="{{ params.run_label or '' }}",
-        )
+            max_active_tis_per_dagrun=cfg.fleet.max_parallel_snapshots,
+        ).expand_kwargs(targets)
         audit = AuditSparkSubmitOperator(
             task_id="audit",
+            trigger_rule="all_done",
             spark_conn_id="{{ params.spark_conn_id }}",
             application=spark_app_path(),
             name="kafka-zk-audit",
-            application_args=[
-                "--warehouse", WAREHOUSE,
-                "--snapshot-id", SNAPSHOT_ID,
-                "--config", "{{ params.audit_config or '' }}",
-            ],
+            application_args=["--warehouse", WAREHOUSE, "--snapshot-ids", SNAPSHOT_IDS, "--config", AUDIT_CONFIG],
             # Spark settings come from the Spark connection (master, deploy mode, queue) and the
             # app itself (kafka_zk_audit.audit.session: loopback driver for local masters only).
             conf={"spark.ui.enabled": "false"},
@@ -83,31 +137,63 @@ def build_dag() -> DAG:
         gate = AuditGateOperator(
             task_id="gate",
             warehouse=WAREHOUSE,
-            snapshot_id=SNAPSHOT_ID,
-            audit_config="{{ params.audit_config or '' }}",
+            snapshot_ids=SNAPSHOT_IDS,
+            audit_config=AUDIT_CONFIG,
             suites_dir="{{ params.suites_dir or '' }}",
-            on_failure_callback=AuditAlertNotifier(
-                warehouse=WAREHOUSE, snapshot_id=SNAPSHOT_ID, audit_config="{{ params.audit_config or '' }}"
-            ),
+            on_failure_callback=[
+                AuditAlertNotifier(warehouse=WAREHOUSE, snapshot_id=SNAPSHOT_IDS, audit_config=AUDIT_CONFIG),
+                failure_alert,
+            ],
         )
 
-        @task(task_id="summary", trigger_rule="all_done")
-        def publish_summary(warehouse: str, snapshot_id: str | None, **context) -> dict:
-            """Write summary.json; fail the run when the audit did not complete or the gate failed."""
+        @task(task_id="summary", trigger_rule="all_done", outlets=[AssetAlias(ASSET_ALIAS)])
+        def publish_summaries(warehouse: str, snapshot_ids: str, audit_config: str | None,
+                              targets: list[dict[str, str]], **context: Any) -> dict:
+            """summary.json per cluster and the fleet's; an Asset event per audited cluster."""
             from kafka_zk_audit.contract.warehouse import Warehouse
-            from kafka_zk_audit.report.summary import AuditIncomplete, format_summary, summarize_run
+            from kafka_zk_audit.report.fleet import summarize_fleet
 
-            try:
-                summary, path = summarize_run(Warehouse(warehouse), snapshot_id,
-                                              context["ti"].xcom_pull(task_ids="gate", key="verdict"))
-            except AuditIncomplete as error:
-                raise AirflowFailException(str(error)) from error
-            print(format_summary(summary))
-            print(f"summary: {path}")
-            if not summary["gate"]["success"]:
-                raise AirflowFailException(f"audit gate failed for snapshot {snapshot_id}; summary at {path}")
-            return summary
+            verdict = context["ti"].xcom_pull(task_ids="gate", key="verdict")
+            fleet, path = summarize_fleet(Warehouse(warehouse), [t["cluster"] for t in targets],
+                                          [s for s in snapshot_ids.split(",") if s], verdict,
+                                          run_id=context["run_id"])
+            for name, cluster in fleet["clusters"].items():
+                if cluster.get("summary"):
+                    context["outlet_events"][AssetAlias(ASSET_ALIAS)].add(cluster_asset(name),
+                                                                          extra=cluster["asset_extra"])
+            print(fleet["text"])
+            print(f"fleet summary: {path}")
+            return {k: v for k, v in fleet.items() if k != "text"}
 
-        snapshot >> audit >> gate
-        gate >> publish_summary(WAREHOUSE, SNAPSHOT_ID)
+        summaries = publish_summaries(WAREHOUSE, SNAPSHOT_IDS, AUDIT_CONFIG, targets)
+
+        @task(task_id="retention", trigger_rule="all_done", retries=0)
+        def prune(warehouse: str, snapshot_ids: str, audit_config: str | None) -> dict:
+            """Prune the warehouse by the retention settings; never a baseline or this run's snapshots."""
+            from kafka_zk_audit.contract.retention import apply_retention
+            from kafka_zk_audit.contract.warehouse import Warehouse
+
+            run_cfg = load_config(audit_config or None)
+            plan = apply_retention(Warehouse(warehouse), run_cfg.retention, datetime.now(UTC),
+                                   protect=[s for s in snapshot_ids.split(",") if s])
+            return {"dropped_data": plan.drop_data, "dropped_findings": plan.drop_findings,
+                    "baselines": plan.kept_baselines}
+
+        @task(task_id="verdict", trigger_rule="all_done", retries=0)
+        def fail_when_red(**context: Any) -> None:
+            """Fail the run when any cluster is red or could not be audited (each was alerted already)."""
+            fleet = context["ti"].xcom_pull(task_ids="summary") or {}
+            red = fleet.get("red") or []
+            missing = fleet.get("not_audited") or []
+            if not fleet:
+                raise RunVerdictFailed("no summary was written; see the failed tasks' logs")
+            problems = []
+            if red:
+                problems.append(f"the gate failed for {', '.join(red)}")
+            if missing:
+                problems.append(f"not audited: {', '.join(missing)}")
+            if problems:
+                raise RunVerdictFailed("; ".join(problems))
+
+        snapshot >> audit >> gate >> summaries >> prune(WAREHOUSE, SNAPSHOT_IDS, AUDIT_CONFIG) >> fail_when_red()
     return dag

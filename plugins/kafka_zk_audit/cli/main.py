@@ -2,15 +2,17 @@
 
     kafka-zk-audit run --zk HOST:PORT[,HOST:PORT…][/chroot] [--warehouse DIR] [--config FILE]
     kafka-zk-audit run --conn-id ID [--warehouse DIR] [--config FILE]
+    kafka-zk-audit run --zk eu=HOST:PORT/kafka --zk us=HOST:PORT/kafka --conn-id dr=zookeeper_dr   (a fleet)
+    kafka-zk-audit run --config fleet.yaml                  (the clusters listed in the settings)
 
 Credentials come only from the Airflow connection or ``KAFKA_ZK_AUDIT_ZK_AUTH=digest:USER:PASSWORD``,
 never from argv. Exit codes:
 
-    0  the gate passed
-    1  the gate failed (the summary says which checks found what)
+    0  the gate passed (for every cluster of the run)
+    1  the gate failed (for at least one cluster; the summary says which checks found what)
     2  usage, settings or connection error, found before any DAG run starts
-    3  the audit could not complete: no summary, or a gate without a verdict (says which task
-       failed, its error from the log, and where the log is)
+    3  the audit could not complete (for at least one cluster): no summary, or a gate without a verdict
+       (says which task failed, its error from the log, and where the log is)
 """
 
 from __future__ import annotations
@@ -34,9 +36,10 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kafka-zk-audit", description="Audit the metadata Kafka keeps in ZooKeeper.")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run the kafka_zk_audit DAG once, end to end, and print the summary")
-    target = run.add_mutually_exclusive_group(required=True)
-    target.add_argument("--zk", help="HOST:PORT[,HOST:PORT...][/chroot] of the ensemble")
-    target.add_argument("--conn-id", help="an Airflow connection (conn_type zookeeper) instead of --zk")
+    run.add_argument("--zk", action="append", default=[],
+                     help="[NAME=]HOST:PORT[,HOST:PORT...][/chroot] of an ensemble; repeat for a fleet")
+    run.add_argument("--conn-id", action="append", default=[],
+                     help="[NAME=]ID of an Airflow connection (conn_type zookeeper); repeat for a fleet")
     run.add_argument(
         "--warehouse", default=None, help="warehouse path or URL (default $KAFKA_ZK_AUDIT_WAREHOUSE or ./warehouse)"
     )
@@ -70,20 +73,70 @@ def _usage_error(message: str) -> int:
     return EXIT_USAGE
 
 
-def _zookeeper_connection(zk: str, connections: dict[str, dict[str, Any]]) -> str | None:
-    """Add the CLI's ZooKeeper connection for ``--zk``; the problem when it is malformed or unreachable."""
+def _zookeeper_connection(zk: str, conn_id: str, connections: dict[str, dict[str, Any]]) -> str | None:
+    """Add a CLI ZooKeeper connection for one ``--zk``; the problem when it is malformed or unreachable."""
     from kafka_zk_audit.snapshot.connection import ZkSettings, auth_from_env, split_hosts_and_chroot
 
     hosts, chroot = split_hosts_and_chroot(zk)
     if not hosts or any(":" not in h for h in hosts.split(",")):
-        return f"--zk must be HOST:PORT[,HOST:PORT...][/chroot], not {zk!r}"
+        return f"--zk must be [NAME=]HOST:PORT[,HOST:PORT...][/chroot], not {zk!r}"
     auth = auth_from_env()
     extra: dict[str, Any] = {"chroot": chroot} if chroot else {}
     if auth:
         extra["auth"] = f"{auth[0][0]}:{auth[0][1]}"
-    connections[CLI_CONN_ID] = {"conn_type": "zookeeper", "host": hosts, "extra": extra}
+    connections[conn_id] = {"conn_type": "zookeeper", "host": hosts, "extra": extra}
     problem = _check_reachable(ZkSettings(hosts=hosts, chroot=chroot, auth=auth))
     return f"{problem}; check the address and that the ensemble is up" if problem else None
+
+
+def _named(value: str, index: int) -> tuple[str | None, str]:
+    """``NAME=VALUE`` → (NAME, VALUE); a bare value has no name."""
+    name, sep, rest = value.partition("=")
+    if sep and name and all(c.isalnum() or c in "_.-" for c in name) and "/" not in name and ":" not in name:
+        return name, rest
+    return None, value
+
+
+def _targets(args: argparse.Namespace, connections: dict[str, dict[str, Any]]) -> tuple[list[dict], str | None]:
+    """The clusters to audit from ``--zk``/``--conn-id`` (each reachable), or the problem."""
+    given = [("zk", v) for v in args.zk] + [("conn", v) for v in args.conn_id]
+    clusters = []
+    for index, (kind, value) in enumerate(given):
+        name, target = _named(value, index)
+        name = name or ("default" if len(given) == 1 else f"cluster{index + 1}")
+        if kind == "zk":
+            conn_id = f"{CLI_CONN_ID}_{index}" if len(given) > 1 else CLI_CONN_ID
+            try:
+                problem = _zookeeper_connection(target, conn_id, connections)
+            except ValueError as exc:
+                problem = str(exc)
+            if problem:
+                return [], problem
+        else:
+            conn_id = target
+        clusters.append({"name": name, "zk_conn_id": conn_id})
+    names = [c["name"] for c in clusters]
+    if len(set(names)) != len(names):
+        return [], f"cluster names must be unique, got {', '.join(names)}"
+    return clusters, None
+
+
+def _run_settings(config: str | None, clusters: list[dict], folder: Path, label: str) -> str | None:
+    """The settings file of this run: the user's, with the command line's clusters when it names any."""
+    import yaml
+
+    if not clusters:
+        return config if not config or "://" in config else str(Path(config).resolve())
+    raw: dict[str, Any] = {}
+    if config:
+        from kafka_zk_audit.contract.settings import read_settings_text
+
+        raw = yaml.safe_load(read_settings_text(config)) or {}
+    raw["clusters"] = clusters
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"kafka-zk-audit-{label}.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return str(path)
 
 
 def _find_summary(warehouse: Warehouse, label: str) -> tuple[dict[str, Any], str] | None:
@@ -115,55 +168,71 @@ def _incomplete(log_path: Path, returncode: int, fallback: str | None = None) ->
     return EXIT_INCOMPLETE
 
 
+def _find_fleet(warehouse: Warehouse, label: str) -> tuple[dict[str, Any], str] | None:
+    """This run's fleet.json (its run directory ends with the run label) and where it is."""
+    runs = warehouse.fs.glob(warehouse.fs_path(f"{warehouse.root}/runs/fleet-*-{label}/fleet.json"))
+    if not runs:
+        return None
+    run_id = sorted(runs)[-1].rstrip("/").split("/")[-2]
+    path = f"{warehouse.run_dir(run_id)}/fleet.json"
+    return warehouse.read_json(path), path
+
+
 def run(args: argparse.Namespace) -> int:
     from kafka_zk_audit.cli.runner import airflow_env, run_dag_once
     from kafka_zk_audit.contract.settings import SettingsError, load_config
     from kafka_zk_audit.contract.warehouse import Warehouse, default_warehouse
+    from kafka_zk_audit.report.fleet import format_fleet
     from kafka_zk_audit.report.summary import format_summary
 
     try:  # everything that can be wrong with the command line, before Airflow starts
-        load_config(args.config)
+        cfg = load_config(args.config)
     except SettingsError as exc:
         return _usage_error(str(exc))
+    if not args.zk and not args.conn_id and not cfg.clusters:
+        return _usage_error("name the ensemble(s) to audit: --zk HOST:PORT[/chroot] or --conn-id ID (repeat "
+                            "either for a fleet), or list clusters in the --config settings file")
     connections: dict[str, dict[str, Any]] = {}
-    conn_id = args.conn_id
-    if args.zk:
-        try:
-            problem = _zookeeper_connection(args.zk, connections)
-        except ValueError as exc:
-            problem = str(exc)
-        if problem:
-            return _usage_error(problem)
-        conn_id = CLI_CONN_ID
+    clusters, problem = _targets(args, connections)
+    if problem:
+        return _usage_error(problem)
 
     warehouse = Warehouse(args.warehouse or default_warehouse())
     label = "run" + uuid.uuid4().hex[:8]
     env = airflow_env(connections=connections)
-    audit_config = args.config if not args.config or "://" in args.config else str(Path(args.config).resolve())
+    settings = _run_settings(args.config, clusters, Path(env["AIRFLOW_HOME"]) / "settings", label)
+    if settings:
+        env["KAFKA_ZK_AUDIT_CONFIG"] = settings  # the DAG's shape (clusters) is read when Airflow parses it
     conf = {
-        "zk_conn_id": conn_id,
         "spark_conn_id": args.spark_conn_id,
         "warehouse": warehouse.root,
-        "audit_config": audit_config,
+        "audit_config": settings,
         "run_label": label,
     }
     log_path = Path(env["AIRFLOW_HOME"]) / "logs" / f"kafka-zk-audit-{label}.log"
-    print(f"running DAG kafka_zk_audit against {args.zk or conn_id}; warehouse {warehouse.root}", file=sys.stderr)
+    what = ", ".join(f"{c['name']} ({c['zk_conn_id']})" for c in clusters) or ", ".join(cfg.cluster_names())
+    print(f"running DAG kafka_zk_audit for {what}; warehouse {warehouse.root}", file=sys.stderr)
     print(f"Airflow log: {log_path}", file=sys.stderr)
     try:
         result = run_dag_once(env, conf, log_path, echo=args.verbose)
     except RuntimeError as exc:  # `airflow db migrate` failed: no DAG run started
         print(f"kafka-zk-audit: the audit could not start: {exc}", file=sys.stderr)
         return EXIT_INCOMPLETE
-    found = _find_summary(warehouse, label)
+    found = _find_fleet(warehouse, label)
     if found is None:
         return _incomplete(log_path, result.returncode)
-    summary, summary_path = found
-    print(format_summary(summary))
-    print(f"summary: {summary_path}")
-    if summary["gate"].get("error"):
-        return _incomplete(log_path, result.returncode, fallback=summary["gate"]["error"])
-    return EXIT_PASSED if summary["gate"]["success"] else EXIT_FAILED
+    fleet, fleet_path = found
+    for entry in fleet["clusters"].values():
+        if entry.get("summary"):
+            print(format_summary(warehouse.read_json(entry["summary"])))
+            print(f"summary: {entry['summary']}\n")
+    print(format_fleet(fleet))
+    print(f"fleet summary: {fleet_path}")
+    if fleet["not_audited"] or any(e["status"] == "error" for e in fleet["clusters"].values()):
+        broken = fleet["not_audited"] + [n for n, e in fleet["clusters"].items() if e["status"] == "error"]
+        return _incomplete(log_path, result.returncode,
+                           fallback=f"no audit result for {', '.join(broken)}")
+    return EXIT_FAILED if fleet["red"] else EXIT_PASSED
 
 
 def main(argv: list[str] | None = None) -> int:

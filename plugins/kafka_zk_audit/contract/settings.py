@@ -188,9 +188,12 @@ class RetentionConfig(_Section):
 
 
 class FleetConfig(_Section):
-    """How a run over several clusters behaves."""
+    """How a run over several clusters behaves, and how its tasks retry."""
 
     max_parallel_snapshots: Annotated[StrictInt, Field(ge=1)]
+    task_retries: Count
+    retry_delay: Duration
+    task_timeout: Duration
 
 
 class ClusterConfig(_Section):
@@ -414,23 +417,27 @@ def parse_config(raw: Mapping[str, Any] | None, source: str = "audit config") ->
     return _validate(raw, _Where(source, {}))
 
 
-def load_config(path: str | os.PathLike[str] | None = None) -> AuditConfig:
-    """The settings from a YAML file (local path or fsspec URL) over the defaults; None: the defaults."""
-    if path is None:
-        return _validate({}, _Where(DEFAULT_SOURCE, {}))
-    location = os.fspath(path)
+def read_settings_text(location: str) -> str:
+    """The text of a settings file (local path or fsspec URL); ``SettingsError`` when it cannot be read."""
     try:
         if "://" in location:
             import fsspec
 
             with fsspec.open(location, "r", encoding="utf-8") as handle:
-                text = handle.read()
-        else:
-            with open(location, encoding="utf-8") as handle:
-                text = handle.read()
+                return handle.read()
+        with open(location, encoding="utf-8") as handle:
+            return handle.read()
     except OSError as error:
         reason = error.strerror or str(error) or type(error).__name__
         raise SettingsError(location, [f"{location}: cannot read it ({reason}); check the path"]) from error
+
+
+def load_config(path: str | os.PathLike[str] | None = None) -> AuditConfig:
+    """The settings from a YAML file (local path or fsspec URL) over the defaults; None: the defaults."""
+    if path is None:
+        return _validate({}, _Where(DEFAULT_SOURCE, {}))
+    location = os.fspath(path)
+    text = read_settings_text(location)
     try:
         raw = yaml.safe_load(text)
         lines = dict(_yaml_lines(yaml.compose(text, Loader=yaml.SafeLoader)))

@@ -15,13 +15,22 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kafka_zk_audit.contract.schemas import INDEX_COLUMNS
-from kafka_zk_audit.contract.warehouse import Warehouse
+from kafka_zk_audit.contract.settings import DriftConfig
+from kafka_zk_audit.contract.warehouse import Warehouse, read_manifest
 from kafka_zk_audit.gate.docs_assets import localize
+from kafka_zk_audit.gate.drift import (
+    DRIFT_SUITE,
+    DRIFT_TABLE,
+    cluster_parameters,
+    drift_parameters,
+    drift_suite_for_cluster,
+)
 from kafka_zk_audit.gate.suites import LoadedSuite, SuiteFileError, load_suites
 
 DATASOURCE = "kafka_zk_audit_warehouse"
@@ -83,53 +92,126 @@ def forget_previous_run(context: Any) -> None:
 
 
 def audit_tables_of(warehouse: Warehouse, snapshot_id: str) -> list[str]:
-    """The audit tables (``audit_<entity>``) the warehouse holds for a snapshot."""
+    """The tables the gate can validate (``audit_<entity>`` and ``drift``) that the warehouse holds for a snapshot."""
     base = warehouse.fs_path(f"{warehouse.root}/tables")
     if not warehouse.fs.exists(base):
         return []
     names = (path.rstrip("/").rsplit("/", 1)[-1] for path in warehouse.fs.ls(base, detail=False))
     return sorted(name for name in names
-                  if name.startswith("audit_") and warehouse.exists(warehouse.table_dir(name, snapshot_id)))
+                  if (name.startswith("audit_") or name == DRIFT_TABLE)
+                  and warehouse.exists(warehouse.table_dir(name, snapshot_id)))
 
 
-def configure_checkpoint(context: Any, warehouse: Warehouse, snapshot_id: str,
+@dataclass(frozen=True)
+class PlannedValidation:
+    """One validation of the checkpoint: a suite (the drift suite: its copy for the cluster) on a snapshot."""
+
+    snapshot_id: str
+    cluster: str | None
+    loaded: LoadedSuite
+    parameters: dict[str, Any]
+
+
+def split_ids(snapshot_ids: str | Sequence[str]) -> list[str]:
+    """Snapshot ids from a comma-separated string (as templated by the DAG) or a sequence."""
+    values = snapshot_ids.split(",") if isinstance(snapshot_ids, str) else list(snapshot_ids)
+    return [value.strip() for value in values if value and value.strip() and value.strip() != "None"]
+
+
+def previous_drift_row(warehouse: Warehouse, snapshot_id: str) -> dict[str, Any] | None:
+    """The drift row of the snapshot's baseline (from its audit figures), or None without one."""
+    import pyarrow.parquet as pq
+
+    audit_path = f"{warehouse.run_dir(snapshot_id)}/audit.json"
+    baseline = warehouse.read_json(audit_path).get("baseline_snapshot_id") if warehouse.exists(audit_path) else None
+    if not baseline or not warehouse.exists(warehouse.table_dir(DRIFT_TABLE, baseline)):
+        return None
+    rows = pq.read_table(warehouse.fs_path(warehouse.table_dir(DRIFT_TABLE, baseline)),
+                         filesystem=warehouse.fs).to_pylist()
+    return rows[0] if rows else None
+
+
+def plan_validations(warehouse: Warehouse, snapshot_ids: str | Sequence[str], suites: Sequence[LoadedSuite],
+                     drift_bounds: Callable[[str | None], DriftConfig] | None = None) -> list[PlannedValidation]:
+    """Every (snapshot, suite) the checkpoint validates, in checkpoint order; the drift suite gets a copy per
+    cluster with its bounds as suite parameters (``drift_bounds(cluster)``, default the packaged settings)."""
+    from kafka_zk_audit.contract.settings import load_config
+
+    bounds_of = drift_bounds or (lambda _cluster: load_config(None).drift)
+    planned = []
+    for snapshot_id in split_ids(snapshot_ids):
+        cluster = read_manifest(warehouse, snapshot_id).get("cluster")
+        present = set(audit_tables_of(warehouse, snapshot_id))
+        for loaded in suites:
+            if loaded.audit_table not in present:
+                raise SuiteFileError(
+                    f"suite file {loaded.path} runs on {loaded.audit_table}, which snapshot {snapshot_id} does not "
+                    f"have ({warehouse.table_dir(loaded.audit_table, snapshot_id)}); tables: "
+                    f"{', '.join(sorted(present))}"
+                )
+            if loaded.name != DRIFT_SUITE:
+                planned.append(PlannedValidation(snapshot_id, cluster, loaded, {}))
+                continue
+            parameters = drift_parameters(previous_drift_row(warehouse, snapshot_id), bounds_of(cluster))
+            planned.append(PlannedValidation(snapshot_id, cluster, drift_suite_for_cluster(loaded, cluster),
+                                             cluster_parameters(cluster, parameters)))
+    return planned
+
+
+class ParameterizedCheckpoint:
+    """A stored checkpoint that runs with the drift suites' parameters (the GX provider passes none)."""
+
+    def __init__(self, checkpoint: Any, parameters: dict[str, Any]) -> None:
+        self.checkpoint = checkpoint
+        self.parameters = parameters
+
+    def run(self, batch_parameters: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+        return self.checkpoint.run(batch_parameters=batch_parameters,
+                                   expectation_parameters={**self.parameters, **(kwargs.get("expectation_parameters")
+                                                                                or {})})
+
+
+def configure_checkpoint(context: Any, warehouse: Warehouse, snapshot_id: str | Sequence[str],
                          severity_overrides: dict[str, str] | None = None,
                          suites_dir: str | Path | None = None,
-                         suites: list[LoadedSuite] | None = None) -> Any:
-    """One validation definition per loaded suite (``suites``, else ``load_suites``) over its audit table
-    of that snapshot; suites on the same table share its batch definition."""
+                         suites: list[LoadedSuite] | None = None,
+                         planned: Sequence[PlannedValidation] | None = None) -> Any:
+    """One validation definition per planned (snapshot, suite) over that snapshot's table; suites on the same
+    table of a snapshot share its batch definition. ``snapshot_id`` may name several snapshots (a fleet run)."""
     import great_expectations as gx
     from great_expectations.checkpoint import UpdateDataDocsAction
 
-    if suites is None:
-        suites = load_suites(severity_overrides, suites_dir)
-    present = set(audit_tables_of(warehouse, snapshot_id))
-    for loaded in suites:
-        if loaded.audit_table not in present:
-            raise SuiteFileError(
-                f"suite file {loaded.path} runs on {loaded.audit_table}, which snapshot {snapshot_id} does not have "
-                f"({warehouse.table_dir(loaded.audit_table, snapshot_id)}); audit tables: {', '.join(sorted(present))}"
-            )
+    if planned is None:
+        if suites is None:
+            suites = load_suites(severity_overrides, suites_dir)
+        planned = plan_validations(warehouse, snapshot_id, suites)
     forget_previous_run(context)
     datasource = context.data_sources.add_or_update_spark_filesystem(
         DATASOURCE, base_directory=f"{warehouse.root}/tables"
     )
-    batches: dict[str, Any] = {}
+    for asset in list(datasource.assets):
+        datasource.delete_asset(asset.name)
+    batches: dict[tuple[str, str], Any] = {}
+    stored_suites: dict[str, Any] = {}
     definitions = []
-    for loaded in suites:
-        table = loaded.audit_table
-        if table not in batches:
-            if table in {asset.name for asset in datasource.assets}:
-                datasource.delete_asset(table)
-            asset = datasource.add_directory_parquet_asset(table, data_directory=f"{table}/snapshot_id={snapshot_id}")
-            batches[table] = asset.add_batch_definition_whole_directory(f"snapshot {snapshot_id}")
-        stored_suite = context.suites.add_or_update(loaded.suite)
-        definitions.append(
-            context.validation_definitions.add_or_update(
-                gx.ValidationDefinition(name=f"{loaded.name} {snapshot_id}", data=batches[table], suite=stored_suite)
+    parameters: dict[str, Any] = {}
+    for item in planned:
+        table, key = item.loaded.audit_table, (item.loaded.audit_table, item.snapshot_id)
+        if key not in batches:
+            asset_name = f"{table} {item.cluster}" if item.cluster else table
+            asset = datasource.add_directory_parquet_asset(
+                asset_name, data_directory=f"{table}/snapshot_id={item.snapshot_id}"
             )
-        )
-    return context.checkpoints.add_or_update(
+            batches[key] = asset.add_batch_definition_whole_directory(f"snapshot {item.snapshot_id}")
+        if item.loaded.name not in stored_suites:
+            stored_suites[item.loaded.name] = context.suites.add_or_update(item.loaded.suite)
+        name = f"{item.cluster} {item.loaded.name} {item.snapshot_id}" if item.cluster else \
+            f"{item.loaded.name} {item.snapshot_id}"
+        definitions.append(context.validation_definitions.add_or_update(
+            gx.ValidationDefinition(name=name, data=batches[key], suite=stored_suites[item.loaded.name])
+        ))
+        parameters.update(item.parameters)
+    checkpoint = context.checkpoints.add_or_update(
         gx.Checkpoint(
             name=CHECKPOINT,
             validation_definitions=definitions,
@@ -142,3 +224,4 @@ def configure_checkpoint(context: Any, warehouse: Warehouse, snapshot_id: str,
             },
         )
     )
+    return ParameterizedCheckpoint(checkpoint, parameters) if parameters else checkpoint

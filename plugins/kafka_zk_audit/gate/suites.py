@@ -28,7 +28,7 @@ from kafka_zk_audit.contract.catalogue import BY_ID, CHECKS, ENTITIES, SEVERITIE
 EXPECTATIONS_ENV = "KAFKA_ZK_AUDIT_EXPECTATIONS"
 GX_SEVERITY = {"critical": "critical", "error": "critical", "warning": "warning", "info": "info"}
 CATALOGUE_EXPECTATION = "expect_column_values_to_be_in_set"
-AUDIT_TABLE_NAME = re.compile(r"audit_[A-Za-z0-9_]+")
+AUDIT_TABLE_NAME = re.compile(r"audit_[A-Za-z0-9_]+|drift")
 SUITE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 REGENERATE_HINT = (
     "regenerate the catalogue expectations with `make suites` (for another folder: "

@@ -12,7 +12,7 @@ is its ``meta.severity``, else GX's ``severity`` (critical/warning/info), else `
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kafka_zk_audit.contract.catalogue import BY_ID, SEVERITIES
@@ -45,7 +45,9 @@ def _pair(results: Sequence[Mapping[str, Any]],
         kind, kwargs = result.get("expectation_type"), _comparable(result.get("kwargs"))
         same_type = [i for i in unused if described[i].get("type") == kind]
         exact = [i for i in same_type if _comparable(described[i].get("kwargs")) == kwargs]
-        chosen = (exact or same_type or [None])[0]
+        # suite parameters are substituted in the result: the column then tells expectations of a type apart
+        same_column = [i for i in same_type if described[i].get("column") == kwargs.get("column")]
+        chosen = (exact or same_column or same_type or [None])[0]
         if chosen is not None:
             unused.remove(chosen)
         paired.append(described[chosen] if chosen is not None else None)
@@ -173,3 +175,52 @@ def build_verdict(
     if not validated:  # nothing validated proves nothing
         verdict["error"] = "the checkpoint returned no validation results"
     return verdict
+
+
+def build_fleet_verdict(
+    result: Mapping[str, Any],
+    plan: Sequence[tuple[str, str | None, Mapping[str, Any]]],
+    settings_of: Callable[[str | None], tuple[Mapping[str, str], Iterable[str]]],
+    data_docs: str,
+) -> dict[str, Any]:
+    """The verdict of a checkpoint over several snapshots: one ``build_verdict`` per snapshot, and overall.
+
+    ``plan`` is one (snapshot id, cluster, described suite) per validation, in checkpoint order;
+    ``settings_of(cluster)`` gives that cluster's severity overrides and gating severities.
+    """
+    validations = list(result.get("validation_results") or [])
+    if len(validations) != len(plan):  # cannot tell which result is whose: judge nothing as passed
+        return {"success": False, "failed_expectations": None, "non_gating_failed_expectations": 0, "failed": [],
+                "snapshots": {}, "data_docs": data_docs,
+                "error": f"the checkpoint returned {len(validations)} validation results for {len(plan)} planned"}
+    per_snapshot: dict[str, dict[str, Any]] = {}
+    order: list[str] = []
+    for (snapshot_id, cluster, suite), validation in zip(plan, validations, strict=True):
+        if snapshot_id not in per_snapshot:
+            per_snapshot[snapshot_id] = {"cluster": cluster, "results": [], "suites": []}
+            order.append(snapshot_id)
+        per_snapshot[snapshot_id]["results"].append(validation)
+        per_snapshot[snapshot_id]["suites"].append(suite)
+    snapshots = {}
+    for snapshot_id in order:
+        part = per_snapshot[snapshot_id]
+        overrides, gating = settings_of(part["cluster"])
+        verdict = build_verdict({"validation_results": part["results"]}, part["suites"], overrides, gating, data_docs)
+        verdict["cluster"] = part["cluster"]
+        for failed in verdict["failed"]:
+            failed["cluster"] = part["cluster"]
+        snapshots[snapshot_id] = verdict
+    failed = [f for verdict in snapshots.values() for f in verdict["failed"]]
+    errors = [f"{sid}: {v['error']}" for sid, v in snapshots.items() if v.get("error")]
+    fleet = {
+        "success": bool(snapshots) and all(v["success"] for v in snapshots.values()),
+        "failed_expectations": sum(v["failed_expectations"] for v in snapshots.values()),
+        "non_gating_failed_expectations": sum(v["non_gating_failed_expectations"] for v in snapshots.values()),
+        "failed": failed,
+        "evaluated_expectations": sum(v["evaluated_expectations"] for v in snapshots.values()),
+        "snapshots": snapshots,
+        "data_docs": data_docs,
+    }
+    if errors or not snapshots:
+        fleet["error"] = "; ".join(errors) or "nothing was validated"
+    return fleet

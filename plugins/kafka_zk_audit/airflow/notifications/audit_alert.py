@@ -28,7 +28,9 @@ from airflow.providers.http.hooks.http import HttpHook
 from airflow.sdk import BaseNotifier
 
 from kafka_zk_audit.contract.settings import AuditConfig, load_config
+from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.report.alert import Alert, build_alert
+from kafka_zk_audit.report.fleet import snapshot_verdict
 
 log = logging.getLogger(__name__)
 
@@ -120,24 +122,31 @@ class AuditAlertNotifier(BaseNotifier):
         self.verdict_task_id = verdict_task_id
 
     def notify(self, context: Any) -> None:
-        """Build the alert and deliver it; never raises."""
-        snapshot_id = (self.snapshot_id or "").strip()
-        if not snapshot_id or snapshot_id == "None":
+        """Build each red cluster's alert and deliver it through that cluster's routes; never raises."""
+        snapshot_ids = [s.strip() for s in (self.snapshot_id or "").split(",") if s.strip() and s.strip() != "None"]
+        if not snapshot_ids:
             log.error("audit alert not sent: no snapshot id (the snapshot task pushed none)")
             return
-        try:
-            cfg = load_config(self.audit_config or None)
-            alert = build_alert(self.warehouse, snapshot_id, cfg, self._verdict(context),
-                                run_url=self._run_url(context))
-        except Exception as error:  # an alert problem must not change the audit result
-            log.error("audit alert for snapshot %s not sent: it could not be built: %s: %s",
-                      snapshot_id, type(error).__name__, error)
-            return
-        if alert is None:
-            return
-        log.info("audit alert for snapshot %s: %s", snapshot_id, alert.subject)
-        self.send_email(alert, cfg)
-        self.send_webhook(alert, cfg)
+        verdict = self._verdict(context)
+        for snapshot_id in snapshot_ids:
+            part = snapshot_verdict(verdict, snapshot_id)
+            if part is not None and part.get("success"):
+                continue  # this cluster's gate passed
+            try:
+                cfg = load_config(self.audit_config or None)
+                cluster = Warehouse(self.warehouse).read_json(Warehouse(self.warehouse).manifest_path(snapshot_id)
+                                                              ).get("cluster")
+                cfg = cfg.for_cluster(cluster) if cluster else cfg
+                alert = build_alert(self.warehouse, snapshot_id, cfg, part, run_url=self._run_url(context))
+            except Exception as error:  # an alert problem must not change the audit result
+                log.error("audit alert for snapshot %s not sent: it could not be built: %s: %s",
+                          snapshot_id, type(error).__name__, error)
+                continue
+            if alert is None:
+                continue
+            log.info("audit alert for snapshot %s: %s", snapshot_id, alert.subject)
+            self.send_email(alert, cfg)
+            self.send_webhook(alert, cfg)
 
     def _verdict(self, context: Any) -> dict[str, Any] | None:
         ti = context.get("ti") if hasattr(context, "get") else None

@@ -14,18 +14,21 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow.exceptions import AirflowException
+from airflow.sdk.exceptions import AirflowSkipException
 from great_expectations_provider.common.errors import GXValidationFailed
 from great_expectations_provider.operators.validate_checkpoint import GXValidateCheckpointOperator
 
+from kafka_zk_audit.airflow.notifications.task_failure import GateVerdictFailure
+from kafka_zk_audit.contract.lock import warehouse_lock
 from kafka_zk_audit.contract.settings import load_config
 from kafka_zk_audit.contract.warehouse import Warehouse, default_warehouse
-from kafka_zk_audit.gate.context import configure_checkpoint, file_data_context
+from kafka_zk_audit.gate.context import configure_checkpoint, file_data_context, plan_validations, split_ids
 from kafka_zk_audit.gate.suites import expectations_dir, load_suites
-from kafka_zk_audit.gate.verdict import build_verdict
+from kafka_zk_audit.gate.verdict import build_fleet_verdict
 
 
-class AuditGateFailed(AirflowException):
-    """Expectations of a gating severity failed."""
+class AuditGateFailed(AirflowException, GateVerdictFailure):
+    """Expectations of a gating severity failed (the gate's own alert reports it)."""
 
 
 def _not_configured(*_: Any) -> Any:
@@ -33,19 +36,22 @@ def _not_configured(*_: Any) -> Any:
 
 
 class AuditGateOperator(GXValidateCheckpointOperator):
-    """Validate the audit tables of ``snapshot_id`` with the suites; fail on failed expectations of a gating severity.
+    """Validate the audit tables of the run's snapshots with the suites; fail on failed expectations of a gating
+    severity. One checkpoint covers every cluster of the run; each cluster is judged with its own settings.
 
     :param warehouse: warehouse path or URL (default ``$KAFKA_ZK_AUDIT_WAREHOUSE``, else ``./warehouse``)
-    :param snapshot_id: the audited snapshot (templated, usually the snapshot task's XCom)
-    :param audit_config: audit settings file (severity overrides, gating severities); packaged defaults if empty
+    :param snapshot_ids: the run's snapshots, comma-separated (templated); those whose audit did not complete
+        are left out (their own tasks failed and alerted)
+    :param audit_config: audit settings file (severity overrides, gating severities, drift bounds, per-cluster
+        overrides); packaged defaults if empty
     :param suites_dir: folder of GX suite files to run instead of the packaged ones (``expectations/``): the
         catalogue's suites, with expectations of your own beside theirs, and suites of your own
     """
 
-    template_fields: Sequence[str] = ("warehouse", "snapshot_id", "audit_config", "suites_dir")
+    template_fields: Sequence[str] = ("warehouse", "snapshot_ids", "audit_config", "suites_dir")
 
-    def __init__(self, *, warehouse: str | None, snapshot_id: str, audit_config: str | None = None,
-                 suites_dir: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, *, warehouse: str | None, snapshot_ids: str | None = None, snapshot_id: str | None = None,
+                 audit_config: str | None = None, suites_dir: str | None = None, **kwargs: Any) -> None:
         super().__init__(
             configure_checkpoint=_not_configured,
             context_type="file",
@@ -53,45 +59,58 @@ class AuditGateOperator(GXValidateCheckpointOperator):
             **kwargs,
         )
         self.warehouse = warehouse
-        self.snapshot_id = snapshot_id
+        self.snapshot_ids = snapshot_ids if snapshot_ids is not None else snapshot_id
         self.audit_config = audit_config
         self.suites_dir = suites_dir
 
     def execute(self, context: Any) -> dict[str, Any]:
         warehouse = Warehouse(self.warehouse or default_warehouse())
         cfg = load_config(self.audit_config or None)
-        overrides = dict(cfg.severity_overrides)
-        suites = load_suites(overrides, self.suites_dir or None)
+        audited = [sid for sid in split_ids(self.snapshot_ids or "")
+                   if warehouse.exists(f"{warehouse.run_dir(sid)}/audit.json")]
+        skipped = sorted(set(split_ids(self.snapshot_ids or "")) - set(audited))
+        if skipped:
+            self.log.warning("not validated (their audit did not complete): %s", ", ".join(skipped))
+        if not audited:
+            raise AirflowSkipException("no audited snapshot to validate; see the snapshot and audit tasks")
+        suites = load_suites(dict(cfg.severity_overrides), self.suites_dir or None)
         user_suites = [loaded.name for loaded in suites if loaded.entity is None]
         user_expectations = sum(1 for loaded in suites for e in loaded.expectations if not e["check_id"])
-        self.log.info("suites from %s: %d (user suites: %s); %d user expectation(s)",
+        self.log.info("suites from %s: %d (user suites: %s); %d user expectation(s); snapshots: %s",
                       expectations_dir(self.suites_dir or None), len(suites), ", ".join(user_suites) or "none",
-                      user_expectations)
-        self.configure_file_data_context = functools.partial(file_data_context, warehouse)
-        self.configure_checkpoint = functools.partial(
-            configure_checkpoint, warehouse=warehouse, snapshot_id=self.snapshot_id, suites=suites,
-        )
-        try:
-            super().execute(context)
-        except GXValidationFailed:
-            pass  # the verdict below decides, by severity
+                      user_expectations, ", ".join(audited))
+        with warehouse_lock(warehouse, "gate"):
+            planned = plan_validations(warehouse, audited, suites,
+                                       drift_bounds=lambda cluster: cfg.for_cluster(cluster).drift)
+            self.configure_file_data_context = functools.partial(file_data_context, warehouse)
+            self.configure_checkpoint = functools.partial(
+                configure_checkpoint, warehouse=warehouse, snapshot_id=audited, planned=planned,
+            )
+            try:
+                super().execute(context)
+            except GXValidationFailed:
+                pass  # the verdict below decides, by severity
         result = context["ti"].xcom_pull(task_ids=self.task_id, key="return_value") or {}
-        gating = set(cfg.gate.gating_severities)
-        verdict = build_verdict(result, [loaded.describe() for loaded in suites], overrides, gating,
-                                warehouse.data_docs_index)
-        failed = verdict["failed"]
-        gating_failed = [f for f in failed if f["gating"]]
+
+        def settings_of(cluster: str | None) -> tuple[dict[str, str], tuple[str, ...]]:
+            cluster_cfg = cfg.for_cluster(cluster) if cluster else cfg
+            return dict(cluster_cfg.severity_overrides), tuple(cluster_cfg.gate.gating_severities)
+
+        plan = [(item.snapshot_id, item.cluster, item.loaded.describe()) for item in planned]
+        verdict = build_fleet_verdict(result, plan, settings_of, warehouse.data_docs_index)
         context["ti"].xcom_push(key="verdict", value=verdict)
-        for item in failed:
-            self.log.warning("%s expectation failed (%s): %s", item["severity"],
-                             "gating" if item["gating"] else "not gating", item["label"])
+        for item in verdict["failed"]:
+            self.log.warning("%s%s expectation failed (%s): %s", f"[{item['cluster']}] " if item.get("cluster") else "",
+                             item["severity"], "gating" if item["gating"] else "not gating", item["label"])
         self.log.info("Data Docs: %s", verdict["data_docs"])
         if verdict.get("error"):
             raise AuditGateFailed(f"audit gate failed: {verdict['error']}")
-        if gating_failed:
-            names = "; ".join(f["label"] for f in gating_failed)
+        red = [f"{v.get('cluster') or sid} ({v['failed_expectations']})" for sid, v in verdict["snapshots"].items()
+               if not v["success"]]
+        if red:
+            names = "; ".join(f["label"] for f in verdict["failed"] if f["gating"])
             raise AuditGateFailed(
-                f"audit gate failed: {len(gating_failed)} expectation(s) of severity "
-                f"{'/'.join(sorted(gating))} failed: {names}; see {verdict['data_docs']}"
+                f"audit gate failed for {', '.join(red)}: {verdict['failed_expectations']} expectation(s) of a gating "
+                f"severity failed: {names}; see {verdict['data_docs']}"
             )
         return verdict

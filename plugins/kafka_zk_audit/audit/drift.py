@@ -1,0 +1,44 @@
+"""The drift row of a snapshot: how many brokers, topics, partitions, groups and znodes it has, and its epochs.
+
+One row per audited snapshot, written as the ``drift`` table. The gate compares it with the row of the same
+cluster's baseline snapshot (Great Expectations' ``drift`` suite, with the bounds as suite parameters).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from kafka_zk_audit.contract.schemas import DRIFT
+
+DRIFT_TABLE = "drift"
+GROUP_TABLES = ("consumer_registrations", "consumer_owners", "consumer_offsets")
+
+
+def drift_row(spark: SparkSession, tables: Mapping[str, DataFrame], manifest: Mapping[str, Any],
+              baseline_snapshot_id: str | None) -> DataFrame:
+    """The snapshot's counts (one row, schema ``DRIFT``) from its normalized tables and manifest."""
+    groups = None
+    for name in GROUP_TABLES:
+        ids = tables[name].select("group_id")
+        groups = ids if groups is None else groups.unionByName(ids)
+    epoch = tables["controller_epoch"].agg(F.max("epoch").alias("epoch")).first()["epoch"]
+    zxid = max(int((manifest.get("sync_zxid") or {}).get("end") or 0),
+               int((manifest.get("zxid_window") or [0, 0])[1] or 0))
+    row = {
+        "cluster": manifest.get("cluster"),
+        "snapshot_id": manifest["snapshot_id"],
+        "baseline_snapshot_id": baseline_snapshot_id,
+        "started_at": manifest["started_at"],
+        "brokers": tables["brokers"].count(),
+        "topics": tables["topics"].count(),
+        "partitions": tables["assignments"].count(),
+        "consumer_groups": groups.distinct().count(),
+        "znodes": int(manifest["znodes"]),
+        "controller_epoch": epoch,
+        "zxid": zxid,
+    }
+    return spark.createDataFrame([row], DRIFT)

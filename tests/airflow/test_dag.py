@@ -1,0 +1,85 @@
+"""The DAG as the scheduler sees it: the DAG folder loaded by Airflow's DagBag, in a process of its own."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kafka_zk_audit.cli.runner import airflow_env
+
+PROBE = r"""
+import json, sys
+from airflow.dag_processing.dagbag import DagBag
+bag = DagBag(dag_folder=sys.argv[1])
+if bag.import_errors:
+    print(json.dumps({"import_errors": {k: str(v) for k, v in bag.import_errors.items()}})); sys.exit(0)
+dag = bag.dags["kafka_zk_audit"]
+def callbacks(task):
+    cb = task.on_failure_callback or []
+    return sorted(type(c).__name__ for c in (cb if isinstance(cb, list) else [cb]))
+out = {
+    "timetable": type(dag.timetable).__name__,
+    "summary": getattr(dag.timetable, "summary", None) or getattr(dag.timetable, "_expression", None)
+               or getattr(dag.timetable, "expression", None),
+    "catchup": dag.catchup,
+    "max_active_runs": dag.max_active_runs,
+    "tasks": {t.task_id: {"retries": t.retries, "timeout": t.execution_timeout.total_seconds()
+                          if t.execution_timeout else None,
+                          "backoff": t.retry_exponential_backoff, "callbacks": callbacks(t),
+                          "trigger_rule": str(t.trigger_rule), "mapped": type(t).__name__ == "MappedOperator",
+                          "max_active_tis": getattr(t, "partial_kwargs", {}).get("max_active_tis_per_dagrun")}
+              for t in dag.tasks},
+    "outlets": [str(o) for o in dag.get_task("summary").outlets],
+    "order": [t.task_id for t in dag.topological_sort()],
+}
+print(json.dumps(out))
+"""
+REPO = Path(__file__).resolve().parents[2]
+
+
+def load_dag(tmp_path: Path, settings: str | None) -> dict:
+    env = airflow_env(airflow_home=tmp_path / "airflow",
+                      base={k: v for k, v in os.environ.items()
+                            if not k.startswith("AIRFLOW") and k != "KAFKA_ZK_AUDIT_CONFIG"})
+    if settings is not None:
+        path = tmp_path / "settings.yaml"
+        path.write_text(settings)
+        env["KAFKA_ZK_AUDIT_CONFIG"] = str(path)
+    proc = subprocess.run([sys.executable, "-c", PROBE, str(REPO / "dags")], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_the_default_dag_runs_hourly_with_retries_timeouts_and_failure_alerts(tmp_path):
+    dag = load_dag(tmp_path, None)
+    assert "import_errors" not in dag, dag
+    assert dag["summary"] in ("@hourly", "0 * * * *") and dag["catchup"] is False and dag["max_active_runs"] == 1
+    assert dag["order"] == ["clusters", "snapshot", "audit", "gate", "summary", "retention", "verdict"]
+    for task_id in ("snapshot", "audit", "gate"):
+        task = dag["tasks"][task_id]
+        assert task["retries"] == 2 and task["backoff"], task_id
+        assert task["timeout"] == 45 * 60, task_id
+        assert "TaskFailureNotifier" in task["callbacks"], task_id
+    assert dag["tasks"]["gate"]["callbacks"] == ["AuditAlertNotifier", "TaskFailureNotifier"]
+    assert dag["tasks"]["snapshot"]["mapped"] is True and dag["tasks"]["snapshot"]["max_active_tis"] == 4
+    assert dag["tasks"]["audit"]["trigger_rule"].lower().endswith("all_done")
+    assert any("kafka_zk_audit_clusters" in outlet for outlet in dag["outlets"])
+
+
+@pytest.mark.parametrize(("schedule", "summary"), [("0 */2 * * *", "0 */2 * * *"), ("@daily", "0 0 * * *")])
+def test_the_schedule_and_retries_come_from_the_settings(tmp_path, schedule, summary):
+    dag = load_dag(tmp_path, f"schedule: '{schedule}'\nfleet: {{task_retries: 5, task_timeout: 10m}}\n")
+    assert dag["summary"] == summary
+    assert dag["tasks"]["audit"]["retries"] == 5 and dag["tasks"]["audit"]["timeout"] == 600
+
+
+def test_manual_only_and_a_broken_settings_file_is_an_import_error(tmp_path):
+    assert load_dag(tmp_path / "a", "schedule: null\n")["timetable"] == "NullTimetable"
+    broken = load_dag(tmp_path / "b", "schedule: '@hourly'\nfleet: {task_retries: -1}\n")
+    assert "fleet.task_retries" in json.dumps(broken["import_errors"])
