@@ -5,7 +5,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export GX_ANALYTICS_ENABLED := false
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup demo test lint unit bench suites clean
+.PHONY: setup demo test lint unit bench suites docs clean
 
 setup:
 	@bash scripts/setup.sh
@@ -30,6 +30,10 @@ bench: setup
 
 suites: setup
 	$(PY) scripts/generate_suites.py
+
+# docs/checks.md from the check catalogue and the remedies (tests/contract/test_docs.py fails when it is stale)
+docs: setup
+	$(PY) scripts/generate_docs.py
 
 clean:
 	rm -rf warehouse .zookeeper .airflow
