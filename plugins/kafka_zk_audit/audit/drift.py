@@ -28,7 +28,8 @@ def drift_row(spark: SparkSession, tables: Mapping[str, DataFrame], manifest: Ma
     epoch = tables["controller_epoch"].agg(F.max("epoch").alias("epoch")).first()["epoch"]
     zxid = max(int((manifest.get("sync_zxid") or {}).get("end") or 0),
                int((manifest.get("zxid_window") or [0, 0])[1] or 0))
-    row = {
+    row: dict[str, Any] = {
+        "topic": None, "partition": None, "group_id": None, "broker_id": None, "path": manifest.get("chroot") or "/",
         "cluster": manifest.get("cluster"),
         "snapshot_id": manifest["snapshot_id"],
         "baseline_snapshot_id": baseline_snapshot_id,
@@ -41,4 +42,7 @@ def drift_row(spark: SparkSession, tables: Mapping[str, DataFrame], manifest: Ma
         "controller_epoch": epoch,
         "zxid": zxid,
     }
+    counts = ("brokers", "topics", "partitions", "consumer_groups", "znodes", "controller_epoch", "zxid")
+    row["evidence"] = " · ".join(f"{name} {row[name]}" for name in counts) + \
+        f" · baseline {baseline_snapshot_id or 'none'}"
     return spark.createDataFrame([row], DRIFT)

@@ -22,7 +22,7 @@ from kafka_zk_audit.gate.suites import LoadedSuite
 DRIFT_SUITE = "drift"
 DRIFT_TABLE = "drift"
 OPEN_MIN = 0
-OPEN_MAX = 2**63 - 1
+OPEN_MAX = 2**31 - 1  # fits the int columns (controller_epoch)
 PARAMETER = "$PARAMETER"
 
 

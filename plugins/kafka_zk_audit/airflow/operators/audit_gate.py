@@ -13,8 +13,7 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from airflow.exceptions import AirflowException
-from airflow.sdk.exceptions import AirflowSkipException
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from great_expectations_provider.common.errors import GXValidationFailed
 from great_expectations_provider.operators.validate_checkpoint import GXValidateCheckpointOperator
 
@@ -27,7 +26,7 @@ from kafka_zk_audit.gate.suites import expectations_dir, load_suites
 from kafka_zk_audit.gate.verdict import build_fleet_verdict
 
 
-class AuditGateFailed(AirflowException, GateVerdictFailure):
+class AuditGateFailed(AirflowFailException, GateVerdictFailure):
     """Expectations of a gating severity failed (the gate's own alert reports it)."""
 
 
