@@ -5,7 +5,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export GX_ANALYTICS_ENABLED := false
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup demo test lint unit bench suites docs clean
+.PHONY: setup demo test lint unit bench bench-load suites docs clean
 
 setup:
 	@bash scripts/setup.sh
@@ -27,6 +27,10 @@ lint: setup
 bench: setup
 	$(PY) bench/bench_snapshot.py
 	$(PY) bench/bench_audit.py --sizes 20,2300 --large 25000
+
+# what a Kafka-like client sees while a 1,000,000-znode snapshot runs (BENCH_LOAD_ARGS=--quick: 100,000)
+bench-load: setup
+	$(PY) bench/bench_load.py $(BENCH_LOAD_ARGS)
 
 suites: setup
 	$(PY) scripts/generate_suites.py
