@@ -90,7 +90,7 @@ def fleet(zk_server, tmp_path_factory) -> Iterator[Fleet]:
             admin.ensure_path(f"/fleet_{name}")
         with webhook_receiver() as webhook:
             env.update(connections(zk_server.hosts, webhook))
-            for name, sim in sims.items():
+            for sim in sims.values():
                 sim.write(SPEC)
             sims["bravo"].plant("leader_not_in_isr")
 
