@@ -89,6 +89,8 @@ def znode_row(
     cversion: int = 0,
     ephemeral_owner: int = 0,
     num_children: int = 0,
+    unreadable: str | None = None,
+    fingerprinted: str | None = None,
 ) -> tuple:
     """A snapshot row (schema ``schemas.SNAPSHOT``) with plausible stat defaults."""
     raw = data.encode() if isinstance(data, str) else data
@@ -106,6 +108,8 @@ def znode_row(
         ephemeral_owner,
         len(raw) if raw is not None else 0,
         num_children,
+        unreadable,
+        fingerprinted,
     )
 
 

@@ -1,20 +1,22 @@
-"""Run a standalone ZooKeeper server (Debian's ``zookeeper`` package) on loopback.
+"""Run ZooKeeper (Debian's ``zookeeper`` package) on loopback: a standalone server or a 3-server ensemble.
 
-Used by ``make demo``, the test session and the benchmarks. The server gets its own data dir,
-listens on 127.0.0.1 only, has the admin server off and the four-letter words on, and is stopped
-by the pid recorded in its data dir.
+Used by ``make demo``, the test session, the fault tests and the benchmarks. Each server gets its
+own data dir, listens on 127.0.0.1 only, has the admin server off and the four-letter words on, and
+is stopped by the pid recorded in its data dir. An ensemble's servers each have their own client,
+quorum and election ports on 127.0.0.1.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ZOOKEEPER_JARS = ("/usr/share/java/zookeeper.jar", "/usr/share/java/slf4j-simple.jar")
@@ -39,14 +41,33 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+@dataclass(frozen=True)
+class QuorumPeer:
+    """One server of an ensemble as the others know it: its id and its three ports on 127.0.0.1."""
+
+    server_id: int
+    client_port: int
+    quorum_port: int
+    election_port: int
+    host: str = "127.0.0.1"
+
+    def config_line(self) -> str:
+        return f"server.{self.server_id}={self.host}:{self.quorum_port}:{self.election_port}"
+
+
 @dataclass
 class ZooKeeperServer:
-    """One standalone server: its data dir holds zoo.cfg, the data, the log and the pid."""
+    """One server: its data dir holds zoo.cfg, the data, the log and the pid.
+
+    Standalone unless ``peers`` lists the ensemble (this server included, as ``server_id``).
+    """
 
     data_dir: Path
     port: int = 2181
     host: str = "127.0.0.1"
     heap_mb: int = 512
+    server_id: int = 0
+    peers: tuple[QuorumPeer, ...] = field(default=())
 
     @property
     def hosts(self) -> str:
@@ -76,11 +97,42 @@ class ZooKeeperServer:
                     "jute.maxbuffer=16777216",
                     "autopurge.snapRetainCount=3",
                     "autopurge.purgeInterval=1",
+                    *self._quorum_lines(),
                     "",
                 ]
             )
         )
         return cfg
+
+    def _quorum_lines(self) -> list[str]:
+        if not self.peers:
+            return []
+        (self.data_dir / "data" / "myid").write_text(f"{self.server_id}\n")
+        return ["initLimit=10", "syncLimit=5", *(peer.config_line() for peer in self.peers)]
+
+    @property
+    def pid(self) -> int | None:
+        """The recorded pid of the running server, or None."""
+        return int(self.pid_file.read_text()) if self.pid_file.exists() else None
+
+    def mode(self) -> str | None:
+        """``standalone``, ``leader`` or ``follower`` from ``srvr``; None when it does not serve."""
+        try:
+            answer = four_letter_word(self.host, self.port, "srvr")
+        except OSError:
+            return None
+        for line in answer.splitlines():
+            if line.startswith("Mode:"):
+                return line.split(":", 1)[1].strip()
+        return None
+
+    def session_ids(self) -> set[int]:
+        """The ids of the client sessions connected to this server right now (``cons``)."""
+        try:
+            answer = four_letter_word(self.host, self.port, "cons")
+        except OSError:
+            return set()
+        return {int(match, 16) for match in re.findall(r"sid=0x([0-9a-f]+)", answer)}
 
     def is_serving(self) -> bool:
         """True once ``srvr`` answers with a mode: unlike ``ruok``, only after the data is loaded."""
@@ -89,7 +141,8 @@ class ZooKeeperServer:
         except OSError:
             return False
 
-    def start(self, timeout: float = 60.0) -> ZooKeeperServer:
+    def launch(self) -> subprocess.Popen:
+        """Start the JVM without waiting for it to serve (an ensemble member serves once a quorum is up)."""
         missing = [jar for jar in ZOOKEEPER_JARS if not Path(jar).exists()]
         if missing:
             raise RuntimeError(f"ZooKeeper is not installed ({', '.join(missing)} missing); {INSTALL_HINT}")
@@ -100,35 +153,128 @@ class ZooKeeperServer:
         with open(self.log_file, "ab") as log:
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         self.pid_file.write_text(str(proc.pid))
+        return proc
+
+    def start(self, timeout: float = 60.0) -> ZooKeeperServer:
+        """Start the server and wait until ``srvr`` answers with a mode."""
+        proc = self.launch()
+        self.wait_serving(timeout, proc)
+        return self
+
+    def wait_serving(self, timeout: float = 60.0, proc: subprocess.Popen | None = None) -> None:
+        """Wait until ``srvr`` answers with a mode; stop the server and raise if it does not in time."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if proc.poll() is not None:
+            if proc is not None and proc.poll() is not None:
                 raise RuntimeError(f"ZooKeeper exited with {proc.returncode}; see {self.log_file}")
             if self.is_serving():
-                return self
+                return
             time.sleep(0.1)
         self.stop()
         raise RuntimeError(f"ZooKeeper did not answer srvr on {self.hosts} within {timeout:.0f}s; see {self.log_file}")
 
-    def stop(self, timeout: float = 15.0) -> None:
-        """Stop the server by its recorded pid (SIGTERM, then SIGKILL)."""
+    def kill(self) -> None:
+        """Kill the server at once (SIGKILL by its recorded pid), as a crash would, and wait until it is gone."""
+        self.stop(timeout=0.0, sig=signal.SIGKILL)
+
+    def stop(self, timeout: float = 15.0, sig: int = signal.SIGTERM) -> None:
+        """Stop the server by its recorded pid (``sig``, SIGTERM by default, then SIGKILL after ``timeout``)."""
         if not self.pid_file.exists():
             return
         pid = int(self.pid_file.read_text())
         try:
-            os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                os.kill(pid, 0)
-                try:
-                    os.waitpid(pid, os.WNOHANG)
-                except ChildProcessError:
-                    pass
-                time.sleep(0.1)
-            os.kill(pid, signal.SIGKILL)
+            os.kill(pid, sig)
+            if not _wait_gone(pid, timeout):
+                os.kill(pid, signal.SIGKILL)
+                _wait_gone(pid, 15.0)
         except ProcessLookupError:
             pass
         self.pid_file.unlink(missing_ok=True)
+
+
+def _wait_gone(pid: int, timeout: float) -> bool:
+    """Wait until process ``pid`` has exited (reaping it when it is our child); True if it did in time."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return True
+        except ChildProcessError:  # not our child: poll for its existence instead
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
+@dataclass
+class ZooKeeperEnsemble:
+    """Three (or more) real ZooKeeper servers forming one quorum on 127.0.0.1, each with its own ports."""
+
+    base_dir: Path
+    size: int = 3
+    heap_mb: int = 256
+    servers: list[ZooKeeperServer] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.servers:
+            ports = _free_ports(3 * self.size)
+            peers = tuple(
+                QuorumPeer(i + 1, *ports[3 * i: 3 * i + 3]) for i in range(self.size)
+            )
+            self.servers = [
+                ZooKeeperServer(
+                    self.base_dir / f"server{peer.server_id}", port=peer.client_port, heap_mb=self.heap_mb,
+                    server_id=peer.server_id, peers=peers,
+                )
+                for peer in peers
+            ]
+
+    @property
+    def hosts(self) -> str:
+        """The connect string, e.g. ``127.0.0.1:41001,127.0.0.1:41004,127.0.0.1:41007``."""
+        return ",".join(server.hosts for server in self.servers)
+
+    def start(self, timeout: float = 90.0) -> ZooKeeperEnsemble:
+        """Launch every server, then wait until each answers ``srvr`` with a mode (a quorum has formed)."""
+        processes = [server.launch() for server in self.servers]
+        try:
+            for server, proc in zip(self.servers, processes, strict=True):
+                server.wait_serving(timeout, proc)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def serving(self) -> list[ZooKeeperServer]:
+        return [server for server in self.servers if server.is_serving()]
+
+    def leader(self) -> ZooKeeperServer | None:
+        return next((server for server in self.servers if server.mode() == "leader"), None)
+
+    def server_of_session(self, session_id: int) -> ZooKeeperServer | None:
+        """The server a client session is connected to (from each server's ``cons``)."""
+        return next((server for server in self.servers if session_id in server.session_ids()), None)
+
+    def stop(self) -> None:
+        for server in self.servers:
+            server.stop()
+
+
+def _free_ports(count: int) -> list[int]:
+    """``count`` distinct free ports on 127.0.0.1 (held open together so none is handed out twice)."""
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,16 +1,26 @@
-"""The snapshot on a real ZooKeeper: every znode's data and stat round-trip, in both read modes."""
+"""The snapshot on a real ZooKeeper: every znode's data and stat round-trip, in both read modes; znodes the
+auditor may not read, secrets, the caps on reads in flight and bad input."""
 
 from __future__ import annotations
 
+import json
+import time
+from collections import namedtuple
+from pathlib import Path
+from stat import S_IMODE as stat_mode
+
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from kazoo.client import KazooClient
-from kazoo.security import make_digest_acl
+from kazoo.exceptions import BadArgumentsError, NoAuthError
+from kazoo.protocol.serialization import int_struct, read_string, write_string
+from kazoo.security import make_acl, make_digest_acl
 
 from kafka_zk_audit.contract.warehouse import Warehouse, new_snapshot_id, read_manifest
 from kafka_zk_audit.snapshot.connection import ZkSettings
 from kafka_zk_audit.snapshot.walker import SnapshotOptions, TreeWalker, write_snapshot
-from kafka_zk_audit_testing.zk_server import four_letter_word
+from kafka_zk_audit_testing.zk_server import four_letter_word, free_port
 
 pytestmark = pytest.mark.zk
 
@@ -146,10 +156,10 @@ def test_failed_snapshot_leaves_nothing_behind(zk_server, zk_chroot, zk_client, 
     reader.start()
     warehouse = Warehouse(str(tmp_path / "wh"))
 
-    def broken_flush(columns):
+    def broken_flush(walker):
         raise OSError("disk full")
 
-    monkeypatch.setattr(TreeWalker, "_flush", staticmethod(broken_flush))
+    monkeypatch.setattr(TreeWalker, "_flush", broken_flush)
     with pytest.raises(OSError, match="disk full"):
         write_snapshot(reader, settings, warehouse, "20260101T000000Z", SnapshotOptions(row_group_rows=2))
     reader.stop()
@@ -174,3 +184,334 @@ def test_snapshot_with_digest_auth_reads_protected_znodes(zk_server, zk_chroot, 
     text = (tmp_path / "wh" / "snapshots" / "snapshot_id=20260101T000000Z" / "_MANIFEST.json").read_text()
     assert "s3cret" not in text and "s3cret" not in repr(settings)
     assert manifest["znodes"] == len(rows)
+
+
+# -- least privilege ------------------------------------------------------------------------------
+KAFKA = ("digest", "kafka:kafka-secret")
+WORLD_READ = make_acl("world", "anyone", read=True)
+KAFKA_ALL = make_digest_acl("kafka", "kafka-secret", all=True)
+# Kafka's secure mode (zookeeper.set.acl=true): creator ALL + world READ, except these subtrees.
+CREATOR_ONLY_ROOTS = ("/config/users", "/config/brokers", "/delegation_token/tokens")
+
+
+def kafka_acl(path: str) -> list:
+    """The ACL Kafka gives ``path`` in secure mode (ZkData defaultAcls / SensitiveRootPaths)."""
+    sensitive = any(path == root or path.startswith(root + "/") for root in CREATOR_ONLY_ROOTS)
+    return [KAFKA_ALL] if sensitive else [KAFKA_ALL, WORLD_READ]
+
+
+SECURE_TREE = {
+    "/brokers": None, "/brokers/ids": None, "/brokers/ids/1": b'{"version":5,"host":"h1","port":9092}',
+    "/brokers/topics": None, "/brokers/topics/t": b'{"version":1,"partitions":{"0":[1]}}',
+    "/config": None, "/config/topics": None, "/config/topics/t": b'{"version":1,"config":{}}',
+    "/config/users": None,
+    "/config/users/alice": b'{"version":1,"config":{"SCRAM-SHA-256":"salt=c2FsdA==,stored_key=a2V5,server_key=c2s=,'
+                           b'iterations=4096"}}',
+    "/config/brokers": None, "/config/brokers/1": b'{"version":1,"config":{"log.cleaner.threads":"2"}}',
+    "/delegation_token": None, "/delegation_token/tokens": None,
+    "/delegation_token/tokens/tok1": b'{"version":3,"owner":"User:alice","tokenId":"tok1"}',
+    "/consumers": None,
+}
+
+
+def write_secure_tree(zk_server, chroot: str) -> KazooClient:
+    """A small Kafka tree with Kafka's secure-mode ACLs, written as Kafka's identity; returns its client."""
+    owner = KazooClient(hosts=zk_server.hosts + chroot, auth_data=[KAFKA])
+    owner.start()
+    for path, data in SECURE_TREE.items():
+        owner.create(path, data, acl=kafka_acl(path))
+    return owner
+
+
+@pytest.mark.parametrize("read_mode", ["multi", "single"])
+def test_znodes_the_auditor_may_not_read_are_recorded_with_their_stat(zk_server, zk_chroot, tmp_path, read_mode):
+    owner = write_secure_tree(zk_server, zk_chroot)
+    settings = ZkSettings(hosts=zk_server.hosts, chroot=zk_chroot, auth=(("digest", "auditor:auditor-pw"),))
+    reader = KazooClient(**settings.kazoo_kwargs())
+    reader.start()
+    warehouse = Warehouse(str(tmp_path / "wh"))
+    manifest = write_snapshot(reader, settings, warehouse, "20260101T000000Z", SnapshotOptions(read_mode=read_mode))
+    reader.stop()
+    rows = {r["path"]: r for r in pq.read_table(warehouse.snapshot_dir("20260101T000000Z")).to_pylist()}
+    unreadable = {path for path, row in rows.items() if row["unreadable"]}
+    assert unreadable == set(CREATOR_ONLY_ROOTS)
+    for path in CREATOR_ONLY_ROOTS:
+        stat = owner.exists(path)
+        assert rows[path]["unreadable"] == "no_read_permission" and rows[path]["data"] is None
+        assert (rows[path]["mzxid"], rows[path]["num_children"], rows[path]["czxid"]) == (
+            stat.mzxid, stat.numChildren, stat.czxid)
+    # Children of an unreadable znode are unknown; everything world-readable is there, data and all.
+    readable = {p for p in SECURE_TREE if not any(p.startswith(root + "/") for root in CREATOR_ONLY_ROOTS)}
+    assert set(rows) == readable | {"/"}
+    for path in readable - set(CREATOR_ONLY_ROOTS):
+        assert rows[path]["data"] == owner.get(path)[0] and rows[path]["unreadable"] is None, path
+    assert manifest["unreadable"] == 3 and manifest["znodes"] == len(rows)
+    owner.stop()
+
+
+def test_an_auditor_granted_read_on_the_creator_only_paths_reads_everything(zk_server, zk_chroot, tmp_path):
+    owner = write_secure_tree(zk_server, zk_chroot)
+    auditor_read = make_digest_acl("auditor", "auditor-pw", read=True)  # README: setAcl -R …,digest:auditor:…:r
+    for path in SECURE_TREE:
+        if any(path == root or path.startswith(root + "/") for root in CREATOR_ONLY_ROOTS):
+            owner.set_acls(path, [KAFKA_ALL, auditor_read])
+    settings = ZkSettings(hosts=zk_server.hosts, chroot=zk_chroot, auth=(("digest", "auditor:auditor-pw"),))
+    reader = KazooClient(**settings.kazoo_kwargs())
+    reader.start()
+    warehouse = Warehouse(str(tmp_path / "wh"))
+    manifest = write_snapshot(reader, settings, warehouse, "20260101T000000Z")
+    reader.stop()
+    rows = {r["path"]: r for r in pq.read_table(warehouse.snapshot_dir("20260101T000000Z")).to_pylist()}
+    assert set(rows) == set(SECURE_TREE) | {"/"} and manifest["unreadable"] == 0
+    assert manifest["identity"] == "digest:auditor" and "auditor-pw" not in json.dumps(manifest)
+    assert rows["/config/users/alice"]["fingerprinted"] == "values"
+    assert rows["/delegation_token/tokens/tok1"]["fingerprinted"] == "data"
+    with pytest.raises(NoAuthError):  # READ only: the auditor cannot change what it audits
+        reader_as_auditor = KazooClient(hosts=zk_server.hosts + zk_chroot, auth_data=[("digest", "auditor:auditor-pw")])
+        reader_as_auditor.start()
+        try:
+            reader_as_auditor.set("/config/users/alice", b"{}")
+        finally:
+            reader_as_auditor.stop()
+    owner.stop()
+
+
+class _AclChangingWalker(TreeWalker):
+    """Makes a znode creator-only after its data was read, before its children are listed."""
+
+    def __init__(self, client, options, owner: KazooClient, victim: str) -> None:
+        super().__init__(client, options)
+        self.owner, self.victim = owner, victim
+
+    def _send(self, ops, mode):
+        for kind, path, *_ in ops:
+            if kind == "children" and path == self.victim:
+                self.owner.set_acls(path, [KAFKA_ALL])
+        return super()._send(ops, mode)
+
+
+@pytest.mark.parametrize("read_mode", ["multi", "single"])
+def test_children_that_may_not_be_listed_mark_their_parent(zk_server, zk_chroot, read_mode):
+    owner = write_secure_tree(zk_server, zk_chroot)
+    reader = KazooClient(hosts=zk_server.hosts + zk_chroot)
+    reader.start()
+    walker = _AclChangingWalker(reader, SnapshotOptions(read_mode=read_mode), owner, "/brokers/topics")
+    rows = {row["path"]: row for batch in walker.batches() for row in batch.to_pylist()}
+    reader.stop()
+    owner.stop()
+    assert rows["/brokers/topics"]["unreadable"] == "children_no_read_permission"
+    assert rows["/brokers/topics"]["num_children"] == 1 and "/brokers/topics/t" not in rows
+    assert walker.stats.unreadable == 4  # the three creator-only roots and /brokers/topics
+
+
+# -- no secret copied -----------------------------------------------------------------------------
+SCRAM = "salt=bXlzYWx0eQ==,stored_key=U1RPUkVEa2V5c2VjcmV0,server_key=U0VSVkVSa2V5c2VjcmV0,iterations=4096"
+ENCRYPTED = ("encryptedPassword:ZW5jcnlwdGVkc2VjcmV0,keyLength:128,cipherAlgorithm:AES/CBC/PKCS5Padding,"
+             "passwordLength:8,iterations:4096")
+JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="jaas-pw-42";'
+TOKEN = b'{"version":3,"owner":"User:alice","tokenRequester":"User:requester-77","renewers":[],"tokenId":"tok1"}'
+SECRETS = {
+    "/config/users/alice": ({"SCRAM-SHA-256": SCRAM, "producer_byte_rate": "1024"}, ["bXlzYWx0eQ", "U1RPUkVE"]),
+    "/config/brokers/1": (
+        {"ssl.keystore.password": ENCRYPTED, "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": JAAS,
+         "listener.name.ssl.ssl.key.password": "plain-key-pw-7", "log.cleaner.threads": "2"},
+        ["ZW5jcnlwdGVk", "jaas-pw-42", "plain-key-pw-7"],
+    ),
+}
+RAW_SECRETS = [b"bXlzYWx0eQ", b"U1RPUkVE", b"ZW5jcnlwdGVk", b"jaas-pw-42", b"plain-key-pw-7", b"requester-77",
+               b"garbage-secret-99"]
+
+
+def write_secrets(client: KazooClient) -> None:
+    for path, (config, _) in SECRETS.items():
+        client.create(path, json.dumps({"version": 1, "config": config}).encode(), makepath=True)
+    client.create("/config/users/bob", b"garbage-secret-99 not json", makepath=True)
+    client.create("/delegation_token/tokens/tok1", TOKEN, makepath=True)
+    client.create("/config/brokers/<default>", b'{"version":1,"config":{"log.retention.ms":"1000"}}')
+
+
+def snapshot_bytes(warehouse: Warehouse, snapshot_id: str) -> bytes:
+    """Every value of every column of the snapshot, decoded, plus the raw files and the manifest."""
+    folder = Path(warehouse.snapshot_dir(snapshot_id))
+    table = pq.read_table(folder)
+    decoded = [repr(value).encode() for column in table.columns for value in column.to_pylist()]
+    decoded += [value for value in table.column("data").to_pylist() if value]
+    return b"\n".join(decoded) + b"".join(path.read_bytes() for path in folder.iterdir())
+
+
+def test_secrets_are_fingerprinted_before_anything_is_written(zk_server, zk_chroot, zk_client, tmp_path):
+    write_secrets(zk_client)
+    settings = ZkSettings(hosts=zk_server.hosts, chroot=zk_chroot)
+    reader = KazooClient(**settings.kazoo_kwargs())
+    reader.start()
+    warehouse = Warehouse(str(tmp_path / "wh"))
+    first = write_snapshot(reader, settings, warehouse, "20260101T000000Z")
+    write_snapshot(reader, settings, warehouse, "20260101T000001Z")
+    zk_client.set("/config/brokers/1", json.dumps({"version": 1, "config": {
+        **SECRETS["/config/brokers/1"][0], "listener.name.ssl.ssl.key.password": "rotated-pw"}}).encode())
+    write_snapshot(reader, settings, warehouse, "20260101T000002Z")
+    copied = write_snapshot(reader, settings, warehouse, "20260101T000003Z", SnapshotOptions(copy_secrets=True))
+    reader.stop()
+
+    for snapshot_id in ("20260101T000000Z", "20260101T000001Z", "20260101T000002Z"):
+        written = snapshot_bytes(warehouse, snapshot_id)
+        assert not [secret for secret in [*RAW_SECRETS, b"rotated-pw"] if secret in written], snapshot_id
+    # The oracle finds the secrets when they are copied on purpose (after the rotation).
+    now_secret = {*RAW_SECRETS, b"rotated-pw"} - {b"plain-key-pw-7"}
+    assert all(secret in snapshot_bytes(warehouse, "20260101T000003Z") for secret in now_secret)
+    assert first["secrets"]["mode"] == "fingerprinted" and first["secrets"]["fingerprinted_znodes"] == 4
+    assert copied["secrets"] == {"mode": "copied", "fingerprinted_znodes": 0, "key_id": None}
+
+    def rows(snapshot_id: str) -> dict[str, dict]:
+        return {r["path"]: r for r in pq.read_table(warehouse.snapshot_dir(snapshot_id)).to_pylist()}
+
+    def config(row: dict) -> dict:
+        return json.loads(row["data"])["config"]
+
+    one, again, rotated = rows("20260101T000000Z"), rows("20260101T000001Z"), rows("20260101T000002Z")
+    assert config(one["/config/users/alice"])["producer_byte_rate"] == "1024"  # only secrets are replaced
+    assert config(one["/config/users/alice"])["SCRAM-SHA-256"].startswith("hmac-sha256:")
+    assert config(one["/config/brokers/1"])["log.cleaner.threads"] == "2"
+    assert one["/config/brokers/1"]["fingerprinted"] == "values" and one["/config/brokers/<default>"][
+        "fingerprinted"] is None
+    assert one["/config/users/bob"]["fingerprinted"] == "data"  # not a config document: replaced whole
+    assert one["/delegation_token/tokens/tok1"]["fingerprinted"] == "data"
+    assert one["/config/users/bob"]["data_length"] == len(b"garbage-secret-99 not json")  # the stat is the znode's
+    # Same key, same secret: same fingerprint; a rotated password shows as a changed fingerprint only.
+    assert config(one["/config/brokers/1"]) == config(again["/config/brokers/1"])
+    changed = {k for k, v in config(rotated["/config/brokers/1"]).items() if config(one["/config/brokers/1"])[k] != v}
+    assert changed == {"listener.name.ssl.ssl.key.password"}
+    key = tmp_path / "wh" / ".keys" / "fingerprint.key"
+    assert stat_mode(key.stat().st_mode) == 0o600 and first["secrets"]["key_id"] not in key.read_text()
+
+
+# -- gentle -----------------------------------------------------------------------------------------
+class _RecordingWalker(TreeWalker):
+    """Records the reads and estimated bytes in flight after every send, and each response's size."""
+
+    def __init__(self, client, options) -> None:
+        super().__init__(client, options)
+        self.peak_reads = self.peak_bytes = 0
+        self.response_bytes: list[int] = []
+
+    def _fill(self, *args) -> None:
+        super()._fill(*args)
+        self.peak_reads = max(self.peak_reads, self._reads_in_flight)
+        self.peak_bytes = max(self.peak_bytes, self._bytes_in_flight)
+
+    def _receive(self, async_result, mode, kind="data"):
+        before = self._answered_bytes
+        results = super()._receive(async_result, mode, kind)
+        self.response_bytes.append(self._answered_bytes - before)
+        return results
+
+
+def write_flat(client: KazooClient, parent: str, count: int, data: bytes = b"", batch: int = 1000) -> None:
+    """``count`` children ``c000000``… under ``parent`` in transactions of ``batch`` creates."""
+    client.ensure_path(parent)
+    results = []
+    for start in range(0, count, batch):
+        transaction = client.transaction()
+        for i in range(start, min(count, start + batch)):
+            transaction.create(f"{parent}/c{i:06d}", data)
+        results.append(transaction.commit_async())
+    for result in results:
+        assert all(isinstance(r, str) for r in result.get(timeout=120))
+
+
+def test_reads_in_flight_are_capped_by_count_and_bytes_and_paced(zk_server, zk_chroot, zk_client):
+    write_flat(zk_client, "/flat", 3000)
+    write_flat(zk_client, "/big", 40, data=b"b" * 100_000, batch=10)
+    reader = KazooClient(hosts=zk_server.hosts + zk_chroot)
+    reader.start()
+    counted = _RecordingWalker(reader, SnapshotOptions(include=("/flat",), max_reads_in_flight=250))
+    assert sum(batch.num_rows for batch in counted.batches()) == 3001
+    assert counted.peak_reads == 250 and counted.stats.requests >= 3000 // 250
+
+    cap = 400_000  # four of the 100 KB znodes
+    sized = _RecordingWalker(reader, SnapshotOptions(include=("/big",), max_bytes_in_flight=cap, batch_ops=8))
+    assert sum(batch.num_rows for batch in sized.batches()) == 41
+    assert sized.peak_bytes <= cap  # the estimate of the responses awaited
+    large = [size for size in sized.response_bytes if size > 50_000]
+    # The first request into siblings of unknown size carries at most batch_ops reads, and no other request
+    # is sent into them until it is answered; from then on each response stays under the cap.
+    assert 8 * 100_000 <= large[0] < 9 * 100_000
+    assert max(large[1:]) <= cap and len(large) >= 1 + 32 // 3
+
+    started = time.monotonic()
+    paced = TreeWalker(reader, SnapshotOptions(include=("/flat",), reads_per_second=2000))
+    assert sum(batch.num_rows for batch in paced.batches()) == 3001
+    seconds = time.monotonic() - started
+    reader.stop()
+    assert 3000 / 2000 * 0.9 <= seconds < 10  # 3,000 reads at 2,000 reads/s (the first tenth of a second is free)
+    assert paced.stats.reads / seconds <= 2000 * 1.1
+
+
+def test_default_options_cap_what_is_in_flight():
+    options = SnapshotOptions()
+    assert options.max_reads_in_flight <= options.in_flight("multi") * options.batch_ops
+    assert options.max_bytes_in_flight == 32 * 1024 * 1024 and options.reads_per_second == 0
+    assert not options.copy_secrets
+    with pytest.raises(ValueError, match="max_reads_in_flight"):
+        SnapshotOptions(max_reads_in_flight=0)
+
+
+# -- bad input --------------------------------------------------------------------------------------
+class RawCreate(namedtuple("RawCreate", "path data")):
+    """A create request whose path is raw bytes (kazoo only sends UTF-8 paths); open ACL, persistent."""
+
+    type = 1
+
+    def serialize(self) -> bytearray:
+        buffer = bytearray(int_struct.pack(len(self.path)) + self.path)
+        buffer.extend(int_struct.pack(len(self.data)) + self.data)
+        buffer.extend(int_struct.pack(1) + int_struct.pack(31) + write_string("world") + write_string("anyone"))
+        buffer.extend(int_struct.pack(0))
+        return buffer
+
+    @classmethod
+    def deserialize(cls, buffer, offset):
+        return read_string(buffer, offset)[0]
+
+
+def test_bad_input_never_stops_the_walk(zk_server, zk_chroot, zk_client, tmp_path):
+    near_limit = 1_000_000  # ZooKeeper's default jute.maxbuffer is 1 MiB
+    for i in range(3):
+        zk_client.create(f"/large/z{i}", bytes([i]) * near_limit, makepath=True)
+    write_flat(zk_client, "/wide", 100_000)
+    names = ["caf\u00e9", "\u4e2d\u6587", "quote\"'\\", "space name", "%2Fslash", "dot.."]
+    for name in names:
+        zk_client.create(f"/names/{name}", b"\xff\xfe\x00\x80 not utf-8", makepath=True)
+    deep = "".join(f"/d{i}" for i in range(200))
+    zk_client.create("/deep" + deep, b"bottom", makepath=True)
+    # Names that are not UTF-8 cannot exist: the server decodes them to U+FFFD and refuses the path, as it
+    # refuses control characters and surrogates (emoji).
+    for refused in ("tab\tname", "\U0001f600"):
+        with pytest.raises(BadArgumentsError):
+            zk_client.create(f"/names/{refused}", b"")
+    raw = zk_client.handler.async_result()
+    zk_client._call(RawCreate(f"{zk_chroot}/names/bad-\xff".encode("latin-1"), b"x"), raw)
+    with pytest.raises(BadArgumentsError):
+        raw.get(timeout=10)
+
+    settings = ZkSettings(hosts=f"127.0.0.1:{free_port()},{zk_server.hosts}", chroot=zk_chroot)
+    reader = KazooClient(**settings.kazoo_kwargs(), randomize_hosts=False)  # the dead host is tried first
+    reader.start(timeout=30)
+    warehouse = Warehouse(str(tmp_path / "wh"))
+    manifest = write_snapshot(reader, settings, warehouse, "20260101T000000Z")
+    single_mode = TreeWalker(reader, SnapshotOptions(read_mode="single", exclude=("/zookeeper", "/wide")))
+    single = [row for batch in single_mode.batches() for row in batch.to_pylist()]
+    reader.stop()
+    table = pq.read_table(warehouse.snapshot_dir("20260101T000000Z"), columns=["path", "data", "data_length"])
+    paths = table.column("path").to_pylist()
+    expected = 1 + (1 + 3) + (1 + 100_000) + (1 + len(names)) + (1 + 200)  # root, large, wide, names, deep
+    assert len(paths) == len(set(paths)) == manifest["znodes"] == expected
+    rows = {row["path"]: row for row in table.filter(pc.invert(pc.starts_with(table.column("path"), "/wide/")))
+            .to_pylist()}
+    assert [len(rows[f"/large/z{i}"]["data"]) for i in range(3)] == [near_limit] * 3
+    assert all(rows[f"/names/{name}"]["data"] == b"\xff\xfe\x00\x80 not utf-8" for name in names)
+    assert rows["/deep" + deep]["data"] == b"bottom"
+    assert manifest["unreadable"] == 0 and manifest["vanished"] == 0
+    single_rows = {row["path"]: row for row in single}
+    assert {p for p in single_rows} == {p for p in paths if not p.startswith("/wide")}
+    assert all(single_rows[p]["data"] == rows[p]["data"] for p in single_rows)

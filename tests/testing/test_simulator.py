@@ -16,6 +16,7 @@ import time
 
 import pytest
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError
 
 from kafka_zk_audit.contract.catalogue import BY_ID, CHECK_IDS
 from kafka_zk_audit_testing.range_assignment import range_assign
@@ -404,6 +405,10 @@ def verify_plant(client: KazooClient, planted: Planted) -> None:  # noqa: C901 -
     elif check in ("owner_not_registered", "partition_unowned", "partition_multiply_owned",
                    "owner_assignment_mismatch"):
         verify_owner_plant(client, planted)
+    elif check == "unreadable_znode":
+        with pytest.raises(NoAuthError):  # creator-only, written with the simulator's own identity
+            client.get(path)
+        assert client.exists(path).dataLength > 0 and path.startswith("/config/users/")
     elif check == "offset_invalid":
         assert not raw(client, path).isdigit()
     elif check == "offset_for_unknown_partition":

@@ -138,6 +138,12 @@ CHECKS: tuple[Check, ...] = (
         "znodes",
         "data that does not parse, or does not match any known version of its kind",
     ),
+    Check(
+        "unreadable_znode",
+        "info",
+        "znodes",
+        "a znode the auditor may not read (no READ permission); checks that need it skip it",
+    ),
 )
 
 BY_ID: dict[str, Check] = {check.check_id: check for check in CHECKS}

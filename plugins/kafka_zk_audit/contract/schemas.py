@@ -44,6 +44,12 @@ SNAPSHOT = _struct(
     ("ephemeral_owner", L),
     ("data_length", I),
     ("num_children", I),
+    # Null, or why the auditor could not read the znode: "no_read_permission" (data null, children
+    # unknown) or "children_no_read_permission" (data read, children unknown); the stat is always there.
+    ("unreadable", S),
+    # Null, or what the snapshot replaced by keyed fingerprints (contract.secrets): "values" (secret
+    # config values) or "data" (the whole data).
+    ("fingerprinted", S),
 )
 
 ENDPOINT = _struct(("listener", S), ("security_protocol", S), ("host", S), ("port", I))
@@ -138,6 +144,9 @@ TABLES: dict[str, StructType] = {
     ),
     # Anything that does not parse or matches no known version of its kind.
     "malformed_znodes": _struct(("kind", S), ("reason", S), *ORIGIN),
+    # Znodes the auditor may not read (any path; kind null for containers and unknown paths).
+    # reason: the snapshot's unreadable column.
+    "unreadable_znodes": _struct(("kind", S), ("reason", S), *ORIGIN),
 }
 
 # The contract's findings columns, in order.
@@ -145,11 +154,23 @@ FINDINGS = _struct(
     ("snapshot_id", S), ("check_id", S), ("severity", S), ("topic", S), ("partition", I), ("group_id", S),
     ("broker_id", I), ("path", S), ("detail", S), ("first_seen", S), ("status", S),
 )
-# What a check function returns: the findings columns a check can know by itself.
+# What a check function returns: the findings columns a check can know by itself. explained is True
+# for a row whose cause the check knows and which is no problem (e.g. the offsets of a recreated topic
+# going back): it becomes an info finding with status "explained", which does not gate.
 CHECK_OUTPUT = _struct(
     ("check_id", S), ("topic", S), ("partition", I), ("group_id", S), ("broker_id", I), ("path", S), ("detail", S),
+    ("explained", B),
 )
 
 # Every audit table carries these columns (null where they do not apply); the Data Docs list
 # them for each unexpected row, so a failure names its topic, partition, group, broker or znode.
 INDEX_COLUMNS: tuple[str, ...] = ("topic", "partition", "group_id", "broker_id", "path", "evidence")
+
+# The drift table: one row per audited snapshot with its counts (audit/drift.py); the gate's drift suite
+# compares it with the row of the cluster's baseline snapshot.
+# It carries the gate's index columns (INDEX_COLUMNS) like every table the gate validates.
+DRIFT = _struct(
+    ("topic", S), ("partition", I), ("group_id", S), ("broker_id", I), ("path", S), ("evidence", S),
+    ("cluster", S), ("snapshot_id", S), ("baseline_snapshot_id", S), ("started_at", S), ("brokers", L),
+    ("topics", L), ("partitions", L), ("consumer_groups", L), ("znodes", L), ("controller_epoch", I), ("zxid", L),
+)

@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
 AUTH_ENV = "KAFKA_ZK_AUDIT_ZK_AUTH"
+# kazoo logs every response it receives at DEBUG (znode data included): its logger for the snapshot
+# stays at INFO whatever the root level, so secrets never reach a log.
+KAZOO_LOGGER = "kafka_zk_audit.kazoo"
+# kazoo's own reconnection policy: keep trying every host, backing off to at most a second between
+# rounds. The walk's retry budget (SnapshotOptions.max_reconnects, reconnect_timeout_s) decides when
+# to give up, not this policy (kazoo's default backs off up to an hour).
+CONNECTION_RETRY = {"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1.0}
+
+
+def kazoo_logger() -> logging.Logger:
+    """The logger kazoo clients of the snapshot log to: never below INFO."""
+    logger = logging.getLogger(KAZOO_LOGGER)
+    if logger.level < logging.INFO:
+        logger.setLevel(logging.INFO)
+    return logger
 
 
 @dataclass(frozen=True)
@@ -25,12 +41,23 @@ class ZkSettings:
         """Hosts and chroot, safe to log and to put in a manifest."""
         return self.hosts + self.chroot
 
+    @property
+    def identity(self) -> str:
+        """Who the auditor authenticates as, safe to log: ``digest:<user>``, ``sasl:<user>`` or ``anonymous``."""
+        names = [f"{scheme}:{credential.split(':', 1)[0]}" for scheme, credential in self.auth]
+        if self.sasl_options:
+            options = self.sasl_options
+            names.append(f"sasl:{options.get('username') or options.get('principal') or options.get('mechanism')}")
+        return ", ".join(names) or "anonymous"
+
     def kazoo_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "hosts": self.ensemble,
             "timeout": self.timeout,
             "read_only": True,
             "use_ssl": self.use_ssl,
+            "connection_retry": dict(CONNECTION_RETRY),
+            "logger": kazoo_logger(),
         }
         if self.auth:
             kwargs["auth_data"] = list(self.auth)

@@ -34,11 +34,18 @@ class ReadError:
     error: Exception
 
 
+class MultiReadResult(list):
+    """The sub-results of one multiRead, and ``response_bytes``: the size of the response on the wire."""
+
+    response_bytes: int = 0
+
+
 class MultiRead(namedtuple("MultiRead", "operations")):
     """A list of ``GetData`` / ``GetChildren`` operations sent as one request.
 
     Paths must already carry the client's chroot. The response is a list with one entry per
-    operation: ``(data, ZnodeStat)`` for getData, ``list[str]`` for getChildren, or ``ReadError``.
+    operation: ``(data, ZnodeStat)`` for getData, ``list[str]`` for getChildren, or ``ReadError``
+    (for example NoNode for a znode deleted meanwhile, NoAuth for one the client may not read).
     """
 
     type = MULTI_READ_OPCODE
@@ -51,8 +58,9 @@ class MultiRead(namedtuple("MultiRead", "operations")):
         return buffer + multiheader_struct.pack(-1, True, -1)
 
     @classmethod
-    def deserialize(cls, buffer: bytes, offset: int) -> list:
-        results: list = []
+    def deserialize(cls, buffer: bytes, offset: int) -> MultiReadResult:
+        results = MultiReadResult()
+        results.response_bytes = len(buffer) - offset
         while True:
             op_type, done, _ = multiheader_struct.unpack_from(buffer, offset)
             offset += multiheader_struct.size

@@ -1,37 +1,64 @@
 """Read a whole ZooKeeper tree into the warehouse: one Parquet row per znode, manifest last.
 
 The walk is stat-guided (children are asked for only where ``numChildren > 0``) and pipelined
-with a bounded number of requests in flight. On servers >= 3.6 it batches reads with multiRead
-(see ``zk.multiread``); older servers (3.4/3.5, common under old Kafka) get the same walk with
+with a bounded number of reads in flight. On servers >= 3.6 it batches reads with multiRead
+(see ``multiread``); older servers (3.4/3.5, common under old Kafka) get the same walk with
 one operation per request. Rows stream to Parquet in row groups, so client memory stays flat.
 No walk is a point-in-time snapshot: the manifest records the mzxid range seen and the zxid of
 a ``sync`` at the start and at the end, the consistency window of the snapshot.
 
-The reader only reads: getData, getChildren and sync. It never writes to ZooKeeper.
+On a production ensemble:
+
+* **Least privilege.** A znode the auditor may not read (NoAuth) is still recorded: its stat comes
+  from ``exists`` (which needs no permission), its data is null and ``unreadable`` says why; its
+  children are unknown. The walk goes on.
+* **No secret copied.** SCRAM credentials, broker password configs and delegation tokens are
+  replaced by keyed fingerprints before anything is written (``secrets``), unless
+  ``copy_secrets`` is set.
+* **Faults survived.** On connection loss or session expiry the walk waits for kazoo to reconnect
+  (to any server of the ensemble, with a new session if need be) and re-reads whatever was in
+  flight, within ``max_reconnects`` and ``reconnect_timeout_s``. Otherwise it raises
+  ``SnapshotInterrupted`` and no snapshot is written.
+* **Gentle.** Reads in flight are capped by count (``max_reads_in_flight``, ``max_in_flight``
+  requests of up to ``batch_ops`` reads) and by estimated response bytes (``max_bytes_in_flight``),
+  and optionally paced (``reads_per_second``).
+
+The reader only reads: getData, getChildren, exists and sync. It never writes to ZooKeeper.
 """
 
 from __future__ import annotations
 
 import logging
 import resource
+import secrets
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
-from kazoo.protocol.serialization import GetChildren, GetData
-from kazoo.protocol.states import ZnodeStat
+from kazoo.exceptions import (
+    ConnectionClosedError,
+    ConnectionLoss,
+    NoAuthError,
+    NoNodeError,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
+from kazoo.protocol.serialization import Exists, GetChildren, GetData
+from kazoo.protocol.states import KeeperState, ZnodeStat
+from kazoo.retry import KazooRetry, RetryFailedError
 
+from kafka_zk_audit.contract.secrets import CHILDREN_NO_READ_PERMISSION, NO_READ_PERMISSION
 from kafka_zk_audit.contract.warehouse import Warehouse, validate_snapshot_id
 from kafka_zk_audit.snapshot.connection import ZkSettings
 from kafka_zk_audit.snapshot.multiread import MultiRead, ReadError
+from kafka_zk_audit.snapshot.secrets import SECRET_PATHS, Fingerprinter, warehouse_key
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +77,10 @@ ARROW_SCHEMA = pa.schema(
         ("ephemeral_owner", pa.int64()),
         ("data_length", pa.int32()),
         ("num_children", pa.int32()),
+        # null, or why the data/children could not be read (contract.secrets UNREADABLE_REASONS)
+        ("unreadable", pa.string()),
+        # null, or what was replaced by fingerprints: "values" (secret config values) or "data" (all of it)
+        ("fingerprinted", pa.string()),
     ]
 )
 READ_MODES = ("auto", "multi", "single")
@@ -59,16 +90,45 @@ STAT_COLUMNS = tuple(
     for f in ZnodeStat._fields
 )
 
+# A response's size for the in-flight byte estimate: a stat is 68 bytes, plus headers and lengths;
+# a child's name in a children list, about 24.
+STAT_BYTES = 80
+CHILD_NAME_BYTES = 24
+FIRST_ESTIMATE_BYTES = 1024  # per read, until the walk has seen real responses
+MIB = 1024 * 1024
+# A row group is written once it holds row_group_rows rows or this much data, whichever comes first,
+# so that client memory stays flat on trees of large znodes too.
+ROW_GROUP_BYTES = 64 * MIB
+# Errors after which the connection (or session) is re-established and the reads in flight resent.
+RESUMABLE_ERRORS = (ConnectionLoss, SessionExpiredError, OperationTimeoutError)
+
+
+class SnapshotInterrupted(ConnectionError):
+    """The walk lost ZooKeeper and could not resume within its retry budget; no snapshot was written."""
+
 
 @dataclass(frozen=True)
 class SnapshotOptions:
-    """How to walk. Prefixes are paths relative to the chroot, e.g. ``/brokers``."""
+    """How to walk. Prefixes are paths relative to the chroot, e.g. ``/brokers``.
+
+    Load on the ensemble: at most ``max_reads_in_flight`` reads are outstanding, in at most
+    ``max_in_flight`` requests (0: 50 multiRead requests of ``batch_ops`` reads, or 2,000 single-op
+    requests) whose responses are estimated at no more than ``max_bytes_in_flight`` bytes, and at most
+    ``reads_per_second`` reads start per second (0: no limit). Before these caps the walk kept up to
+    50 × 1,000 reads in flight with no byte cap. Secrets are fingerprinted unless ``copy_secrets``.
+    """
 
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ("/zookeeper",)
     read_mode: str = "auto"
     batch_ops: int = 1000
-    max_in_flight: int = 0  # 0: 50 multiRead requests, or 2,000 single-op requests
+    max_in_flight: int = 0
+    max_reads_in_flight: int = 10_000
+    max_bytes_in_flight: int = 32 * MIB
+    reads_per_second: float = 0.0
+    copy_secrets: bool = False
+    max_reconnects: int = 10
+    reconnect_timeout_s: float = 60.0
     row_group_rows: int = 50_000
     file_rows: int = 1_000_000
     progress_every_s: float = 5.0
@@ -77,10 +137,17 @@ class SnapshotOptions:
     def __post_init__(self) -> None:
         if self.read_mode not in READ_MODES:
             raise ValueError(f"read_mode must be one of {READ_MODES}, not {self.read_mode!r}")
-        if self.batch_ops < 1:
-            raise ValueError("batch_ops must be at least 1")
+        for name in ("batch_ops", "max_reads_in_flight", "max_bytes_in_flight"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
+        for name in ("max_in_flight", "reads_per_second", "max_reconnects"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative")
+        if self.reconnect_timeout_s <= 0 or self.request_timeout_s <= 0:
+            raise ValueError("reconnect_timeout_s and request_timeout_s must be positive")
 
     def in_flight(self, mode: str) -> int:
+        """Requests in flight at most (before the read and byte caps)."""
         return self.max_in_flight or (50 if mode == "multi" else 2000)
 
     def wants(self, path: str) -> bool:
@@ -116,119 +183,396 @@ class WalkStats:
     znodes: int = 0
     data_bytes: int = 0
     vanished: int = 0
+    unreadable: int = 0
+    fingerprinted: int = 0
     requests: int = 0
+    reads: int = 0
     min_mzxid: int | None = None
     max_mzxid: int | None = None
     mode: str = ""
     peak_rss_mb: float = 0.0
+    interruptions: list[dict[str, Any]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class TreeWalker:
-    """Pipelined, stat-guided walk that yields Arrow record batches of snapshot rows."""
+# One read: ("data" | "children" | "stat", path, settled, payload). payload: for "data", the number of
+# its group of siblings (see TreeWalker._new_group); for "children", the znode's (data, stat, wanted),
+# its row being recorded once its children are known; for "stat", the reason its data could not be read.
+# Ops and buffered rows hold plain values only (no object per group or row), which keeps the garbage
+# collector's work flat however large the tree.
+Op = tuple[str, str, bool, Any]
+# Flag of a group of siblings: one of their sizes is known.
+SIZE_SEEN = 1
 
-    def __init__(self, client: KazooClient, options: SnapshotOptions) -> None:
+
+class InFlight(NamedTuple):
+    """A request on its way: its reads, kazoo's async result and its estimated response bytes."""
+
+    ops: list[Op]
+    result: Any
+    estimated_bytes: int
+
+
+def _response_bytes(result: Any) -> int:
+    """The size of one single-operation response, for the byte estimate."""
+    if isinstance(result, ZnodeStat) or result is None:
+        return STAT_BYTES
+    if isinstance(result, tuple):
+        return STAT_BYTES + len(result[0] or b"")
+    if isinstance(result, list):
+        return 8 + 4 * len(result) + sum(map(len, result))
+    return STAT_BYTES
+
+
+class TreeWalker:
+    """Pipelined, stat-guided walk that yields Arrow record batches of snapshot rows.
+
+    ``fingerprinter`` replaces secrets (a throw-away key when not given; none with ``copy_secrets``);
+    ``progress`` is called with the stats after every response.
+    """
+
+    def __init__(
+        self,
+        client: KazooClient,
+        options: SnapshotOptions,
+        fingerprinter: Fingerprinter | None = None,
+        progress: Callable[[WalkStats], None] | None = None,
+    ) -> None:
         self.client = client
         self.options = options
+        if options.copy_secrets:
+            self.fingerprinter = None
+        else:
+            self.fingerprinter = fingerprinter or Fingerprinter(secrets.token_bytes(32))
+        self.progress = progress
         self.stats = WalkStats()
+        self._request_timeout_error = client.handler.timeout_exception
+        self._reads_in_flight = 0
+        self._bytes_in_flight = 0
+        self._answered_reads = 0
+        self._answered_bytes = 0
+        self._next_send_at = 0.0
+        self._buffered_bytes = 0
+        # Per group of siblings (siblings in a Kafka tree are alike: topics, partition states…): the
+        # largest data read so far, the SIZE_SEEN flag, and how many reads were sent before a size was known.
+        self._largest: list[int] = []
+        self._group_flags = bytearray()
+        self._blind_reads: list[int] = []
+        # The buffered rows, column by column; marks[i] = (unreadable, fingerprinted) where either is set.
+        self._paths: list[str] = []
+        self._data: list[bytes | None] = []
+        self._stats: list[ZnodeStat] = []
+        self._marks: dict[int, tuple[str | None, str | None]] = {}
+
+    def _new_group(self) -> int:
+        self._largest.append(0)
+        self._group_flags.append(0)
+        self._blind_reads.append(0)
+        return len(self._largest) - 1
 
     def _full(self, path: str) -> str:
         chroot = self.client.chroot or ""
         return chroot + path if path != "/" else (chroot or "/")
 
-    def _send(self, ops: list[tuple[str, str, bool]], mode: str):
-        requests = [GetData(self._full(p), None) if kind == "data" else GetChildren(self._full(p), None)
-                    for kind, p, _ in ops]
+    def _send(self, ops: list[Op], mode: str):
+        if ops[0][0] == "stat":
+            request: Any = Exists(self._full(ops[0][1]), None)
+        else:
+            chroot = self.client.chroot or ""
+            root = chroot or "/"
+            requests = [
+                GetData(chroot + p if p != "/" else root, None) if kind == "data"
+                else GetChildren(chroot + p if p != "/" else root, None)
+                for kind, p, _, _ in ops
+            ]
+            request = MultiRead(requests) if mode == "multi" else requests[0]
         async_result = self.client.handler.async_result()
-        self.client._call(MultiRead(requests) if mode == "multi" else requests[0], async_result)
+        self.client._call(request, async_result)
         self.stats.requests += 1
         return async_result
 
-    def _receive(self, async_result, mode: str) -> list:
-        if mode == "multi":
-            return async_result.get(timeout=self.options.request_timeout_s)
+    def _receive(self, async_result, mode: str, kind: str = "data") -> list:
+        """The request's results, one per read; per-read errors (NoNode, NoAuth) as ``ReadError``."""
+        timeout = self.options.request_timeout_s
         try:
-            return [async_result.get(timeout=self.options.request_timeout_s)]
-        except NoNodeError as exc:
-            return [ReadError(exc)]
+            result = async_result.get(timeout=timeout)
+        except (NoNodeError, NoAuthError) as exc:
+            return [None if kind == "stat" else ReadError(exc)]
+        except self._request_timeout_error:
+            raise OperationTimeoutError(f"no response within {timeout:.0f}s") from None
+        if mode == "multi" and kind != "stat":
+            self._answered_bytes += getattr(result, "response_bytes", 0)
+            return result
+        self._answered_bytes += _response_bytes(result)
+        return [result]
+
+    def _bytes_per_read(self, op: Op) -> float:
+        """The expected response size of a read: its siblings' largest data once one was read, a children
+        list by its length, else the mean of the walk so far."""
+        kind, payload = op[0], op[3]
+        if kind == "data" and self._group_flags[payload] & SIZE_SEEN:
+            return STAT_BYTES + self._largest[payload]
+        if kind == "children":
+            return 8 + CHILD_NAME_BYTES * payload[1].numChildren
+        return self._answered_bytes / self._answered_reads if self._answered_reads else FIRST_ESTIMATE_BYTES
 
     def probe_mode(self) -> str:
         """multiRead if the server answers it, else single operations."""
         if self.options.read_mode != "auto":
             return self.options.read_mode
         try:
-            result = self._receive(self._send([("data", "/", False)], "multi"), "multi")
-            if len(result) == 1 and not isinstance(result[0], ReadError):
+            result = self._receive(self._send([("data", "/", False, 0)], "multi"), "multi")
+            if len(result) == 1:  # a result or a per-read error (e.g. NoAuth on the root): multiRead works
                 return "multi"
-        except Exception as exc:  # old servers reject opcode 22 in several ways
+        except Exception as exc:  # old servers reject opcode 22 in several ways (some drop the connection)
             log.info("server does not answer multiRead (%s); reading one operation per request", exc)
             deadline = time.monotonic() + 30
             while not self.client.connected and time.monotonic() < deadline:
                 time.sleep(0.1)
         return "single"
 
+    def _with_retry(self, call: Callable[[], Any]) -> Any:
+        """``call()``, retried across reconnections within the walk's retry budget."""
+        retry = KazooRetry(
+            max_tries=self.options.max_reconnects + 1, delay=0.1, backoff=2, max_delay=2.0,
+            deadline=self.options.reconnect_timeout_s,
+        )
+        try:
+            return retry(call)
+        except (RetryFailedError, ConnectionClosedError) as exc:
+            raise SnapshotInterrupted(
+                f"lost ZooKeeper and could not get an answer within the retry budget "
+                f"({self.options.max_reconnects} reconnections, {self.options.reconnect_timeout_s:.0f}s): {exc}"
+            ) from None
+
+    def _await_connection(self) -> None:
+        """Wait until kazoo has reconnected (or raise ``SnapshotInterrupted`` after ``reconnect_timeout_s``)."""
+
+        def connected() -> None:
+            if self.client.client_state == KeeperState.CLOSED:
+                raise ConnectionClosedError("the ZooKeeper client was closed")
+            if not self.client.connected:
+                raise ConnectionLoss("not connected yet")
+
+        retry = KazooRetry(
+            max_tries=-1, delay=0.05, backoff=2, max_delay=1.0, deadline=self.options.reconnect_timeout_s
+        )
+        retry(connected)
+
+    def _resume(self, error: Exception, lost: list[InFlight], pending: deque[Op], stat_pending: deque[Op]) -> None:
+        """Put the reads of the lost requests back, wait for the connection, or give up."""
+        for request in lost:
+            for op in request.ops:
+                (stat_pending if op[0] == "stat" else pending).append(op)
+        self._reads_in_flight = self._bytes_in_flight = 0
+        self._blind_reads = [0] * len(self._blind_reads)  # nothing is in flight any more
+        s = self.stats
+        what = type(error).__name__
+        log.warning(
+            "lost ZooKeeper mid-walk (%s) after %d reads; %d reads in flight are queued again",
+            what, s.reads, sum(len(r.ops) for r in lost),
+        )
+        interruption = {"error": what, "after_reads": s.reads, "requeued_reads": sum(len(r.ops) for r in lost)}
+        s.interruptions.append(interruption)
+        budget = f"{self.options.max_reconnects} reconnections, {self.options.reconnect_timeout_s:.0f}s each"
+        if len(s.interruptions) > self.options.max_reconnects:
+            raise SnapshotInterrupted(
+                f"lost ZooKeeper {len(s.interruptions)} times during the walk (last: {what}) after {s.reads} reads; "
+                f"more than the retry budget ({budget}); no snapshot was written"
+            ) from error
+        waited = time.monotonic()
+        try:
+            self._await_connection()
+        except (RetryFailedError, ConnectionClosedError) as exc:
+            raise SnapshotInterrupted(
+                f"lost ZooKeeper mid-walk ({what}) after {s.reads} reads and could not reconnect within "
+                f"{self.options.reconnect_timeout_s:.0f}s ({exc}); no snapshot was written"
+            ) from error
+        interruption["reconnected_after_s"] = round(time.monotonic() - waited, 3)
+        log.warning("reconnected after %.1fs; resuming the walk", interruption["reconnected_after_s"])
+
+    def _fill(self, pending: deque[Op], stat_pending: deque[Op], in_flight: deque[InFlight], mode: str,
+              batch_ops: int, max_requests: int) -> None:
+        """Send requests while the caps allow (always one when nothing is in flight and pacing allows)."""
+        opts = self.options
+        rate = opts.reads_per_second
+        while (pending or stat_pending) and len(in_flight) < max_requests:
+            now = time.monotonic()
+            if rate and now < self._next_send_at:
+                return
+            top = stat_pending[-1] if stat_pending else pending[-1]
+            if (in_flight and top[0] == "data" and not self._group_flags[top[3]] & SIZE_SEEN
+                    and self._blind_reads[top[3]] >= opts.batch_ops):
+                return  # a request's worth of these siblings is on its way, sizes unknown: wait for it
+            per_read = self._bytes_per_read(top)
+            room_reads = opts.max_reads_in_flight - self._reads_in_flight
+            room_bytes = opts.max_bytes_in_flight - self._bytes_in_flight
+            if in_flight and (room_reads < 1 or room_bytes < per_read):
+                return
+            if stat_pending:
+                ops = [stat_pending.pop()]
+            else:
+                count = min(batch_ops, len(pending), max(1, room_reads), max(1, int(room_bytes // per_read)))
+                ops = [pending.pop() for _ in range(count)]
+                self._count_blind_reads(ops)
+            estimate = int(len(ops) * per_read)
+            in_flight.append(InFlight(ops, self._send(ops, mode), estimate))
+            self._reads_in_flight += len(ops)
+            self._bytes_in_flight += estimate
+            if rate:
+                self._next_send_at = max(self._next_send_at, now) + len(ops) / rate
+
+    def _count_blind_reads(self, ops: list[Op]) -> None:
+        """Count the reads of the request's last group of siblings if none of their sizes is known yet.
+
+        Reads are popped from the top of the stack, siblings together, so only the last group of a request
+        can have siblings left to send; at most ``batch_ops`` of them go out before a size is known.
+        """
+        last = ops[-1]
+        if last[0] != "data" or self._group_flags[last[3]] & SIZE_SEEN:
+            return
+        group, count = last[3], 0
+        for kind, _, _, payload in reversed(ops):
+            if kind != "data" or payload != group:
+                break
+            count += 1
+        self._blind_reads[group] += count
+
     def batches(self) -> Iterator[pa.RecordBatch]:
         opts = self.options
         mode = self.stats.mode = self.probe_mode()
+        self._answered_bytes = 0  # the probe's response is not a read of the walk
         batch_ops = opts.batch_ops if mode == "multi" else 1
-        max_in_flight = opts.in_flight(mode)
-        # Pending operations: (kind, path, settled). A settled znode lies in a subtree that is wanted
+        if opts.reads_per_second:  # about ten requests a second rather than one burst
+            batch_ops = max(1, min(batch_ops, int(opts.reads_per_second / 10)))
+        max_requests = opts.in_flight(mode)
+        # Pending reads (kind, path, settled, payload). A settled znode lies in a subtree that is wanted
         # whole (the usual case: everything but /zookeeper), so its children need no filtering.
-        root_settled = opts.settled_below("/")
-        pending: deque[tuple[str, str, bool]] = deque([("data", "/", root_settled)])
-        in_flight: deque[tuple[list[tuple[str, str, bool]], Any]] = deque()
-        columns: dict[str, list] = {name: [] for name in ARROW_SCHEMA.names}
+        pending: deque[Op] = deque([("data", "/", opts.settled_below("/"), self._new_group())])
+        stat_pending: deque[Op] = deque()  # exists of znodes whose data the auditor may not read
+        in_flight: deque[InFlight] = deque()
         started = last_report = time.monotonic()
-        while pending or in_flight:
-            while pending and len(in_flight) < max_in_flight:
-                ops = [pending.pop() for _ in range(min(batch_ops, len(pending)))]
-                in_flight.append((ops, self._send(ops, mode)))
-            ops, async_result = in_flight.popleft()
-            for (kind, path, settled), result in zip(ops, self._receive(async_result, mode), strict=True):
-                if isinstance(result, ReadError):
-                    if not isinstance(result.error, NoNodeError):
-                        raise result.error
-                    if kind == "data":
-                        self.stats.vanished += 1
-                    continue
-                if kind == "children":
-                    prefix = "/" if path == "/" else path + "/"
-                    if settled:
-                        pending.extend(("data", prefix + name, True) for name in result)
-                        continue
-                    for name in result:
-                        child = prefix + name
-                        if opts.wants(child) or opts.descends(child):
-                            pending.append(("data", child, opts.settled_below(child)))
-                    continue
-                data, stat = result
-                if stat.numChildren > 0 and (settled or opts.descends(path)):
-                    pending.append(("children", path, settled))
-                if settled or opts.wants(path):
-                    self._add_row(columns, path, data, stat)
-            if len(columns["path"]) >= opts.row_group_rows:
-                yield self._flush(columns)
+        while pending or stat_pending or in_flight:
+            self._fill(pending, stat_pending, in_flight, mode, batch_ops, max_requests)
+            if not in_flight:  # reads_per_second holds the next request back
+                time.sleep(max(0.0, self._next_send_at - time.monotonic()))
+                continue
+            request = in_flight.popleft()
+            kind = request.ops[0][0]
+            try:
+                results = self._receive(request.result, mode, kind)
+            except RESUMABLE_ERRORS as exc:
+                lost = [request, *in_flight]
+                in_flight.clear()
+                self._resume(exc, lost, pending, stat_pending)
+                continue
+            self._reads_in_flight -= len(request.ops)
+            self._bytes_in_flight -= request.estimated_bytes
+            self._answered_reads += len(request.ops)
+            self.stats.reads += len(request.ops)
+            if kind == "stat":
+                self._stat_result(request.ops[0], results[0])
+            else:
+                self._results(request.ops, results, pending, stat_pending)
+            if len(self._paths) >= opts.row_group_rows or self._buffered_bytes >= ROW_GROUP_BYTES:
+                yield self._flush()
+            if self.progress is not None:
+                self.progress(self.stats)
             now = time.monotonic()
             if now - last_report >= opts.progress_every_s:
                 last_report = now
                 self._report(now - started, len(in_flight))
-        if columns["path"]:
-            yield self._flush(columns)
+        if self._paths:
+            yield self._flush()
         self._report(time.monotonic() - started, 0)
 
-    @staticmethod
-    def _add_row(columns: dict[str, list], path: str, data: bytes | None, stat) -> None:
-        """Append one znode (``stat``: kazoo's ZnodeStat)."""
-        columns["path"].append(path)
-        columns["data"].append(data)
-        for name, value in zip(STAT_COLUMNS, stat, strict=True):
-            columns[name].append(value)
+    def _results(self, ops: list[Op], results: list, pending: deque[Op], stat_pending: deque[Op]) -> None:
+        """Record the znodes of one response and queue the reads they lead to."""
+        opts = self.options
+        add_row, largest, group_flags = self._add_row, self._largest, self._group_flags
+        for (kind, path, settled, payload), result in zip(ops, results, strict=True):
+            if isinstance(result, ReadError):
+                self._read_error(kind, path, settled, payload, result.error, stat_pending)
+                continue
+            if kind == "children":
+                if payload[2]:
+                    add_row(path, payload[0], payload[1], None)
+                prefix = "/" if path == "/" else path + "/"
+                siblings = self._new_group()
+                if settled:
+                    pending.extend(("data", prefix + name, True, siblings) for name in result)
+                    continue
+                for name in result:
+                    child = prefix + name
+                    if opts.wants(child) or opts.descends(child):
+                        pending.append(("data", child, opts.settled_below(child), siblings))
+                continue
+            data, stat = result
+            if data and len(data) > largest[payload]:
+                largest[payload] = len(data)
+            group_flags[payload] |= SIZE_SEEN
+            wanted = settled or opts.wants(path)
+            if stat.numChildren > 0 and (settled or opts.descends(path)):
+                pending.append(("children", path, settled, (data, stat, wanted)))
+            elif wanted:
+                add_row(path, data, stat, None)
 
-    def _flush(self, columns: dict[str, list]) -> pa.RecordBatch:
+    def _read_error(self, kind: str, path: str, settled: bool, payload: Any, error: Exception,
+                    stat_pending: deque[Op]) -> None:
+        """NoNode: the znode vanished since its parent was listed. NoAuth: record what ``exists`` shows."""
+        if isinstance(error, NoNodeError):
+            if kind == "data":
+                self.stats.vanished += 1
+            elif payload[2]:  # its data was read; it went away before its children were listed
+                self._add_row(path, payload[0], payload[1], None)
+            return
+        if not isinstance(error, NoAuthError):
+            raise error
+        if kind == "data" and (settled or self.options.wants(path)):
+            stat_pending.append(("stat", path, settled, NO_READ_PERMISSION))
+        elif kind == "children" and payload[2]:
+            self._add_row(path, payload[0], payload[1], CHILDREN_NO_READ_PERMISSION)
+        else:  # an ancestor of an include prefix: nothing below it can be reached
+            self.stats.unreadable += 1
+            log.warning("no READ permission on %s: the included paths below it are not in the snapshot", path)
+
+    def _stat_result(self, op: Op, stat: ZnodeStat | None) -> None:
+        """The stat of a znode whose data may not be read (None: it vanished meanwhile)."""
+        if stat is None:
+            self.stats.vanished += 1
+            return
+        self._add_row(op[1], None, stat, op[3])
+
+    def _add_row(self, path: str, data: bytes | None, stat: ZnodeStat, unreadable: str | None) -> None:
+        """Buffer one znode (``stat``: kazoo's ZnodeStat), secrets fingerprinted."""
+        fingerprinted = None
+        if self.fingerprinter is not None and data and path.startswith(SECRET_PATHS):
+            data, fingerprinted = self.fingerprinter.scrub(path, data)
+            if fingerprinted:
+                self.stats.fingerprinted += 1
+        if unreadable:
+            self.stats.unreadable += 1
+        if unreadable or fingerprinted:
+            self._marks[len(self._paths)] = (unreadable, fingerprinted)
+        if data:
+            self._buffered_bytes += len(data)
+        self._paths.append(path)
+        self._data.append(data)
+        self._stats.append(stat)
+
+    def _flush(self) -> pa.RecordBatch:
         """One record batch of the buffered rows; counts, bytes and the mzxid range go to the stats."""
+        count = len(self._paths)
+        columns: dict[str, list] = {"path": self._paths, "data": self._data}
+        stat_columns = zip(*self._stats, strict=True)
+        columns.update((name, list(values)) for name, values in zip(STAT_COLUMNS, stat_columns, strict=True))
+        unreadable, fingerprinted = [None] * count, [None] * count
+        for index, (reason, replaced) in self._marks.items():
+            unreadable[index], fingerprinted[index] = reason, replaced
+        columns.update(unreadable=unreadable, fingerprinted=fingerprinted)
         batch = pa.RecordBatch.from_pydict(columns, schema=ARROW_SCHEMA)
-        for values in columns.values():
-            values.clear()
+        self._paths, self._data, self._stats, self._marks = [], [], [], {}
+        self._buffered_bytes = 0
         s = self.stats
         s.znodes += batch.num_rows
         s.data_bytes += int(pc.sum(pc.binary_length(batch.column("data"))).as_py() or 0)
@@ -242,16 +586,19 @@ class TreeWalker:
         s = self.stats
         s.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         log.info(
-            "read %d znodes in %.1fs (%.0f znodes/s, %s mode), %d vanished, %d requests in flight, "
-            "peak RSS %.0f MB",
-            s.znodes, elapsed, s.znodes / elapsed if elapsed else 0.0, s.mode, s.vanished, in_flight,
-            s.peak_rss_mb,
+            "read %d znodes in %.1fs (%.0f znodes/s, %s mode), %d vanished, %d unreadable, %d reconnections, "
+            "%d requests in flight, peak RSS %.0f MB",
+            s.znodes, elapsed, s.znodes / elapsed if elapsed else 0.0, s.mode, s.vanished, s.unreadable,
+            len(s.interruptions), in_flight, s.peak_rss_mb,
         )
 
 
-def _sync_zxid(client: KazooClient) -> int:
+def _sync_zxid(client: KazooClient, timeout: float) -> int:
     """The zxid the server reports right after a ``sync`` (the leader's state at that moment)."""
-    client.sync("/")
+    try:
+        client.sync_async("/").get(timeout=timeout)
+    except client.handler.timeout_exception:
+        raise OperationTimeoutError(f"sync not answered within {timeout:.0f}s") from None
     return int(client.last_zxid)
 
 
@@ -268,11 +615,18 @@ def write_snapshot(
     warehouse: Warehouse,
     snapshot_id: str,
     options: SnapshotOptions | None = None,
+    progress: Callable[[WalkStats], None] | None = None,
+    cluster: str | None = None,
 ) -> dict[str, Any]:
     """Walk the tree into ``<warehouse>/snapshots/snapshot_id=<id>/`` and return its manifest.
 
+    ``cluster`` is the fleet's name for the ensemble (the manifest's ``cluster``): history, baselines and
+    retention go by it.
+
     The Parquet files are written first and ``_MANIFEST.json`` last: a snapshot is complete or
-    absent. On any failure the partial directory is removed and the error is raised.
+    absent. On any failure (``SnapshotInterrupted`` when ZooKeeper stayed out of reach) the partial
+    directory is removed and the error is raised. Secrets are fingerprinted with the warehouse's key
+    unless ``options.copy_secrets``. ``progress`` is called with the walk's stats after every response.
     """
     options = options or SnapshotOptions()
     validate_snapshot_id(snapshot_id)
@@ -280,15 +634,17 @@ def write_snapshot(
     if warehouse.exists(warehouse.manifest_path(snapshot_id)):
         raise FileExistsError(f"snapshot {snapshot_id} already exists in {warehouse.root}; pick a new id")
     warehouse.remove(target)  # leftovers of an earlier failed attempt
+    fingerprinter = None if options.copy_secrets else Fingerprinter(warehouse_key(warehouse))
     started_at = datetime.now(UTC)
     started = time.monotonic()
-    walker = TreeWalker(client, options)
+    walker = TreeWalker(client, options, fingerprinter, progress)
     files: list[str] = []
     try:
-        sync_start = _sync_zxid(client)
-        log.info("snapshot %s of %s: sync zxid 0x%x", snapshot_id, settings.ensemble, sync_start)
+        sync_start = walker._with_retry(lambda: _sync_zxid(client, options.request_timeout_s))
+        log.info("snapshot %s of %s as %s: sync zxid 0x%x", snapshot_id, settings.ensemble, settings.identity,
+                 sync_start)
         files = _write_parquet(warehouse, target, walker.batches(), options.file_rows)
-        sync_end = _sync_zxid(client)
+        sync_end = walker._with_retry(lambda: _sync_zxid(client, options.request_timeout_s))
     except BaseException:
         warehouse.remove(target)
         raise
@@ -296,18 +652,28 @@ def write_snapshot(
     elapsed = time.monotonic() - started
     manifest = {
         "snapshot_id": snapshot_id,
+        "cluster": cluster,
         "ensemble": settings.hosts,
         "chroot": settings.chroot or "/",
+        "identity": settings.identity,
         "server_version": _server_version(client),
         "started_at": started_at.isoformat(),
         "finished_at": datetime.now(UTC).isoformat(),
         "znodes": stats.znodes,
         "bytes": stats.data_bytes,
         "vanished": stats.vanished,
+        "unreadable": stats.unreadable,
+        "secrets": {
+            "mode": "copied" if fingerprinter is None else "fingerprinted",
+            "fingerprinted_znodes": stats.fingerprinted,
+            "key_id": None if fingerprinter is None else fingerprinter.key_id,
+        },
         "zxid_window": [stats.min_mzxid, stats.max_mzxid],
         "sync_zxid": {"start": sync_start, "end": sync_end},
         "read_mode": stats.mode,
         "requests": stats.requests,
+        "reads": stats.reads,
+        "interruptions": stats.interruptions,
         "seconds": round(elapsed, 3),
         "znodes_per_second": round(stats.znodes / elapsed, 1) if elapsed else None,
         "peak_rss_mb": round(stats.peak_rss_mb, 1),
@@ -320,9 +686,10 @@ def write_snapshot(
         warehouse.remove(target)
         raise
     log.info(
-        "snapshot %s complete: %d znodes, %d bytes of data, %d vanished, %.1fs (%.0f znodes/s)",
-        snapshot_id, stats.znodes, stats.data_bytes, stats.vanished, elapsed,
-        manifest["znodes_per_second"] or 0,
+        "snapshot %s complete: %d znodes, %d bytes of data, %d vanished, %d unreadable, %d fingerprinted, "
+        "%d reconnections, %.1fs (%.0f znodes/s)",
+        snapshot_id, stats.znodes, stats.data_bytes, stats.vanished, stats.unreadable, stats.fingerprinted,
+        len(stats.interruptions), elapsed, manifest["znodes_per_second"] or 0,
     )
     return manifest
 

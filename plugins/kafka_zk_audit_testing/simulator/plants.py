@@ -51,10 +51,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import secrets
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from kazoo.client import KazooClient
+from kazoo.security import CREATOR_ALL_ACL
 
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
 from kafka_zk_audit_testing.range_assignment import range_assign
@@ -627,6 +631,28 @@ def _offset_regressed(sim: Simulator, check_id: str) -> Planted:
                 sim.counts.sets += 1
                 return Planted(check_id, topic=topic, partition=partition, group_id=group.group_id, path=path)
     raise ValueError("the cluster has no committed offset above 0 to lower (no consumer groups?)")
+
+
+# -- any znode -------------------------------------------------------------------------------
+@planter("unreadable_znode")
+def _unreadable_znode(sim: Simulator, check_id: str) -> Planted:
+    """A SCRAM credential znode that only its creator may read, as Kafka writes it in secure mode.
+
+    It is created with the simulator's own digest identity (``sim.auth``, or a fresh one), so an
+    auditor with another identity, or none, sees its stat but may not read it.
+    """
+    path = f"/config/users/{subject_name(check_id)}"
+    identity = sim.auth or ("digest", f"kafka-zk-audit-simulator:{secrets.token_hex(16)}")
+    sim.admin.ensure_path("/config/users")
+    creator = KazooClient(hosts=sim.hosts, auth_data=[identity], timeout=sim.timeout)
+    creator.start(timeout=sim.timeout)
+    try:
+        credential = f"salt={secrets.token_hex(8)},stored_key={secrets.token_hex(16)},server_key=x,iterations=4096"
+        creator.create(path, sim.encoder.config({"SCRAM-SHA-256": credential}), acl=CREATOR_ALL_ACL)
+    finally:
+        creator.stop()
+        creator.close()
+    return Planted(check_id, path=path)
 
 
 def _with(state: PartitionState, **changes: object) -> PartitionState:

@@ -3,7 +3,8 @@
 Connection fields: host lists ``host:port`` pairs (``zk1:2181,zk2:2181``) and may end in the
 chroot; extra ``chroot`` (e.g. ``/kafka``) sets it too. Digest auth comes from login/password,
 SASL from extra ``sasl`` (kazoo's ``sasl_options``). Secrets stay in the connection: they are
-never logged and never written to the warehouse.
+never logged and never written to the warehouse. The auditor needs READ only (see the README,
+"Auditing a real ensemble"); ``test_connection`` says whether its identity may read the chroot.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from airflow.sdk import BaseHook
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError
 
 from kafka_zk_audit.snapshot.connection import ZkSettings, settings_from_connection
 
@@ -39,6 +41,7 @@ class ZooKeeperHook(BaseHook):
         """A started kazoo client; stop it with :meth:`close`."""
         if self._client is None:
             settings = self.get_settings()
+            self.log.info("connecting to ZooKeeper at %s as %s", settings.ensemble, settings.identity)
             client = KazooClient(**settings.kazoo_kwargs())
             try:
                 client.start(timeout=settings.timeout)
@@ -58,10 +61,17 @@ class ZooKeeperHook(BaseHook):
             self._client = None
 
     def test_connection(self) -> tuple[bool, str]:
+        """Connect, and tell whether the connection's identity may read the chroot's root."""
         try:
             client = self.get_conn()
+            settings = self.get_settings()
             client.exists("/")
-            return True, f"connected to {self.get_settings().ensemble}"
+            try:
+                client.get_children("/")
+                access = "may read the chroot's root"
+            except NoAuthError:
+                access = "may NOT read the chroot's root: the snapshot will only record its stat"
+            return True, f"connected to {settings.ensemble} as {settings.identity}, which {access}"
         except Exception as exc:
             return False, str(exc)
         finally:

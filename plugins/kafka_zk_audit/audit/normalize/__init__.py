@@ -16,7 +16,9 @@ frame and every parse result are persisted (MEMORY_AND_DISK): the snapshot is cl
 each znode parsed once, however many tables are written. ``normalize`` itself runs no Spark job;
 the first action on a table materialises what it reads. With ``persist=False`` nothing is cached
 (each table then re-reads the snapshot). Bad data never raises: it becomes a malformed_znodes row
-and no row in its kind's table.
+and no row in its kind's table. A znode the auditor may not read is not judged: it becomes an
+unreadable_znodes row (``unreadable``), and data the snapshot replaced by fingerprints (``fingerprinted``)
+is read as far as it goes (see ``configs`` and ``security``), never as malformed.
 """
 
 from __future__ import annotations
@@ -29,9 +31,10 @@ from pyspark.sql.types import StructType
 from kafka_zk_audit.contract.schemas import TABLES
 
 from . import admin, brokers, configs, consumers, controller, notifications, security, topics
-from .kinds import classify
+from .kinds import classify, data_was_read
 from .malformed import malformed_table
 from .notifications import notifications_table
+from .unreadable import unreadable_table
 
 __all__ = ["NormalizedTables", "classify", "conform", "normalize", "parse"]
 
@@ -53,8 +56,12 @@ class NormalizedTables(dict[str, DataFrame]):
 
 
 def parse(classified: DataFrame) -> list[DataFrame]:
-    """Every family's parse results (kind, reason, origin, and one struct named after its table)."""
-    return [result for family in FAMILIES for result in family.parse(classified)]
+    """Every family's parse results (kind, reason, origin, and one struct named after its table).
+
+    Only rows whose data was read are parsed: an unreadable znode is unknown, not malformed.
+    """
+    readable = classified.filter(data_was_read())
+    return [result for family in FAMILIES for result in family.parse(readable)]
 
 
 def by_struct(results: list[DataFrame]) -> dict[str, DataFrame]:
@@ -100,6 +107,7 @@ def normalize(snapshot: DataFrame, *, persist: bool = True) -> NormalizedTables:
     frames: dict[str, DataFrame] = {
         "notifications": notifications_table(classified),
         "malformed_znodes": malformed_table(results),
+        "unreadable_znodes": unreadable_table(classified),
     }
     for family in FAMILIES:
         frames.update(family.tables(parsed))

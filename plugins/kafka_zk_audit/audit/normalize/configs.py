@@ -8,6 +8,14 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import MapType, StringType
 
+from kafka_zk_audit.contract.secrets import (
+    ENCRYPTED_VALUE,
+    FINGERPRINT_PREFIX,
+    FINGERPRINTED_DATA,
+    FINGERPRINTED_VALUES,
+    SECRET_CONFIG_KEY,
+)
+
 from . import json_schemas, kinds
 from .common import (
     accepted,
@@ -24,10 +32,9 @@ from .common import (
 )
 
 REDACTED = "[redacted]"
-# SCRAM credentials (users/<u>) and keys named like a secret. Values holding "encryptedPassword" are
-# dynamic broker passwords: Kafka writes "k:v,…" (encryptedPassword:<b64>); "=" is matched as well.
-SECRET_KEY = r"(?i)(^SCRAM-|password$|secret|jaas\.config$)"
-ENCRYPTED_VALUE = "encryptedPassword[:=]"
+# SCRAM credentials (users/<u>), Kafka's password configs and keys named like a secret. Values holding
+# "encryptedPassword" are dynamic broker passwords: Kafka writes "k:v,…" (encryptedPassword:<b64>).
+SECRET_KEY = SECRET_CONFIG_KEY
 CONFIG_VERSIONS = (1,)
 CHANGE_VERSIONS = (1, 2)
 USERS_CLIENTS = "users/clients"
@@ -37,13 +44,18 @@ USER_CLIENT_ENTITY = r"^users/([^/]+)/clients/([^/]+)$"
 ENTITY_PATH = r"^([^/]+)/(.+)$"
 
 
-def redact(config: Column) -> Column:
-    """The config map with secret values replaced by ``[redacted]``."""
+def redact(config: Column, fingerprinted: Column | None = None) -> Column:
+    """The config map with secret values replaced by ``[redacted]``.
+
+    The snapshot's fingerprints (rows with ``fingerprinted`` = ``values``) stay: they reveal nothing and
+    show when a secret changed.
+    """
+    values_fingerprinted = F.lit(False) if fingerprinted is None else fingerprinted.eqNullSafe(FINGERPRINTED_VALUES)
     return F.transform_values(
         config,
-        lambda key, value: F.when(
-            key.rlike(SECRET_KEY) | value.rlike(ENCRYPTED_VALUE), F.lit(REDACTED)
-        ).otherwise(value),
+        lambda key, value: F.when(values_fingerprinted & value.startswith(FINGERPRINT_PREFIX), value)
+        .when(key.rlike(SECRET_KEY) | value.rlike(ENCRYPTED_VALUE), F.lit(REDACTED))
+        .otherwise(value),
     )
 
 
@@ -65,12 +77,14 @@ def _configs(znodes: DataFrame) -> DataFrame:
         .alias("entity_name"),
     )
     rows = with_json(rows, json_schemas.CONFIG)
+    # Data the snapshot replaced whole by a fingerprint: the entity exists, its config is unknown.
+    fingerprinted_whole = F.col("fingerprinted").eqNullSafe(FINGERPRINTED_DATA)
     # Kafka reads absent or empty data as an empty config (e.g. /config/users/<u> above its clients).
-    has_data = F.col("text").isNotNull() & (F.col("text") != "")
+    has_data = F.col("text").isNotNull() & (F.col("text") != "") & ~fingerprinted_whole
     checks = [
         text_reason(data_required=False),
         F.when(has_data, json_reason(json_schemas.CONFIG)),
-        version_reason(CONFIG_VERSIONS, required=False),
+        F.when(has_data, version_reason(CONFIG_VERSIONS, required=False)),
     ]
     rows = with_reason(rows, checks)
     empty = F.create_map().cast(MapType(StringType(), StringType()))
@@ -79,8 +93,11 @@ def _configs(znodes: DataFrame) -> DataFrame:
         "configs",
         F.col("entity_type"),
         F.col("entity_name"),
-        field_of("version").alias("version"),
-        F.when(has_data, redact(field_of("config"))).otherwise(empty).alias("config"),
+        F.when(has_data, field_of("version")).alias("version"),
+        F.when(fingerprinted_whole, F.lit(None))
+        .when(has_data, redact(field_of("config"), F.col("fingerprinted")))
+        .otherwise(empty)
+        .alias("config"),
     )
 
 

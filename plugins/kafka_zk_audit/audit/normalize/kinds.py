@@ -1,15 +1,20 @@
 """Classify snapshot rows into znode kinds by path, and decode their data once.
 
 ``classify`` is the single pass over the snapshot: it adds ``kind`` (one of the constants below),
-``text`` (the data decoded as UTF-8, null when absent or not UTF-8) and ``bad_utf8``, keeps only the
-stat columns the tables use, and drops rows of no known kind (containers such as ``/brokers/ids``,
-and paths Kafka does not own such as ``/kafka-manager/…`` or ``/zookeeper/…``).
+``text`` (the data decoded as UTF-8, null when absent or not UTF-8) and ``bad_utf8``, keeps the
+snapshot's ``unreadable`` and ``fingerprinted`` marks and only the stat columns the tables use, and
+drops rows of no known kind (containers such as ``/brokers/ids``, and paths Kafka does not own such
+as ``/kafka-manager/…`` or ``/zookeeper/…``) unless the auditor could not read them: every
+unreadable znode stays, for the unreadable_znodes table. ``data_was_read`` tells the rows a parser
+may judge: an unreadable znode's data is unknown, not malformed.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+
+from kafka_zk_audit.contract.secrets import NO_READ_PERMISSION
 
 BROKER = "broker"
 TOPIC = "topic"
@@ -113,14 +118,28 @@ def kind_of_sql(path: str = "path") -> str:
     return f"CASE substring_index({path}, '/', 2) {' '.join(branches)} END"
 
 
+# Snapshot columns added after the first snapshots were written: null when a snapshot lacks them.
+MARK_COLUMNS = ("unreadable", "fingerprinted")
+
+
+def data_was_read() -> Column:
+    """True for rows whose data the snapshot holds (not a znode the auditor could not read)."""
+    return F.col("unreadable").isNull() | (F.col("unreadable") != NO_READ_PERMISSION)
+
+
 def classify(snapshot: DataFrame) -> DataFrame:
-    """Snapshot rows of known kinds with ``kind``, ``text``, ``bad_utf8`` and the stat columns used."""
+    """Snapshot rows of known kinds (and unreadable rows of any path) with ``kind``, ``text``, ``bad_utf8``,
+    the ``unreadable`` and ``fingerprinted`` marks and the stat columns used."""
     data_as_string = F.col("data").cast("string")
     bad_utf8 = F.col("data").isNotNull() & ~F.is_valid_utf8(data_as_string)
+    marks = [
+        (F.col(name) if name in snapshot.columns else F.lit(None).cast("string")).alias(name) for name in MARK_COLUMNS
+    ]
     return snapshot.select(
         "path",
         F.expr(kind_of_sql()).alias("kind"),
         F.when(~bad_utf8, data_as_string).alias("text"),
         bad_utf8.alias("bad_utf8"),
+        *marks,
         *KEPT_STAT,
-    ).filter(F.col("kind").isNotNull())
+    ).filter(F.col("kind").isNotNull() | F.col("unreadable").isNotNull())

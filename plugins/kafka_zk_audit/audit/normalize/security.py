@@ -9,12 +9,15 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from kafka_zk_audit.contract.secrets import FINGERPRINTED_DATA
+
 from . import json_schemas, kinds
 from .common import (
     accepted,
     document_reasons,
     field_of,
     name_part,
+    only_when,
     origin,
     parse_result,
     seq_of_path,
@@ -100,11 +103,15 @@ def _extended_acl_changes(znodes: DataFrame) -> DataFrame:
 
 
 def _delegation_tokens(znodes: DataFrame) -> DataFrame:
-    """/delegation_token/tokens/<id>: v1 or v3 (adds tokenRequester); metadata only."""
+    """/delegation_token/tokens/<id>: v1 or v3 (adds tokenRequester); metadata only.
+
+    When the snapshot replaced the token's data by a fingerprint, the token is listed by id alone.
+    """
     rows = with_json(znodes.filter(F.col("kind") == kinds.DELEGATION_TOKEN), json_schemas.DELEGATION_TOKEN)
-    checks = [
-        *document_reasons(json_schemas.DELEGATION_TOKEN, TOKEN_VERSIONS, version_required=True),
-    ]
+    readable = ~F.col("fingerprinted").eqNullSafe(FINGERPRINTED_DATA)
+    checks = only_when(
+        readable, document_reasons(json_schemas.DELEGATION_TOKEN, TOKEN_VERSIONS, version_required=True)
+    )
     return parse_result(
         with_reason(rows, checks),
         "delegation_tokens",
