@@ -166,6 +166,7 @@ Percent = Annotated[float, Field(ge=0, le=100)]
 ClusterName = Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")]
 # What a cluster may override: the thresholds and the alert routes (not the fleet-wide schedule or retention).
 CLUSTER_OVERRIDABLE = ("sla", "notification_backlog", "severity_overrides", "suppressions", "alerts", "drift")
+# (snapshot settings are fleet-wide: the DAG's mapped snapshot task takes them when Airflow parses it)
 
 
 class DriftConfig(_Section):
@@ -196,6 +197,17 @@ class FleetConfig(_Section):
     task_timeout: Duration
 
 
+class SnapshotConfig(_Section):
+    """How gently the snapshot reads the ensemble, how long it tries to resume, and what it copies."""
+
+    max_reads_in_flight: Annotated[StrictInt, Field(ge=1)]
+    max_bytes_in_flight: Annotated[StrictInt, Field(ge=1024)]
+    reads_per_second: Annotated[float, Field(ge=0)]
+    max_reconnects: Count
+    reconnect_timeout_s: Annotated[float, Field(gt=0)]
+    copy_secrets: StrictBool
+
+
 class ClusterConfig(_Section):
     """One audited cluster: its name, its ZooKeeper connection and what it overrides."""
 
@@ -216,6 +228,7 @@ class AuditConfig(_Section):
     schedule: Text | None
     clusters: Annotated[tuple[ClusterConfig, ...], BeforeValidator(_none_as_empty)]
     fleet: FleetConfig
+    snapshot: SnapshotConfig
     drift: DriftConfig
     retention: RetentionConfig
     _source: str = PrivateAttr(default=DEFAULT_SOURCE)
@@ -274,6 +287,7 @@ _SECTIONS: dict[str, type[BaseModel]] = {
     "gate": GateConfig,
     "clusters": ClusterConfig,
     "fleet": FleetConfig,
+    "snapshot": SnapshotConfig,
     "drift": DriftConfig,
     "retention": RetentionConfig,
 }
