@@ -137,6 +137,7 @@ def build_dag(settings_path: str | None = None) -> DAG:
         )
         gate = AuditGateOperator(
             task_id="gate",
+            trigger_rule="all_done",  # validate the clusters whose audit completed, even if another's failed
             warehouse=WAREHOUSE,
             snapshot_ids=SNAPSHOT_IDS,
             audit_config=AUDIT_CONFIG,

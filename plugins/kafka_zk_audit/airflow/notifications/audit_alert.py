@@ -131,7 +131,8 @@ class AuditAlertNotifier(BaseNotifier):
         for snapshot_id in snapshot_ids:
             part = snapshot_verdict(verdict, snapshot_id)
             if part is not None and part.get("success"):
-                continue  # this cluster's gate passed
+                log.info("snapshot %s: the gate passed; no alert", snapshot_id)
+                continue
             try:
                 cfg = load_config(self.audit_config or None)
                 cluster = Warehouse(self.warehouse).read_json(Warehouse(self.warehouse).manifest_path(snapshot_id)
