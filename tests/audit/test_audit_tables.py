@@ -20,6 +20,8 @@ from tests.audit.checks.test_checks import EXPECTED_BROKEN, broken_rows, healthy
 pytestmark = pytest.mark.spark
 
 SNAPSHOT = "20261122T060000Z"
+# The offsets of delta went back because delta was recreated: an explained (info) finding.
+EXPLAINED = ("offset_regressed", "delta", 0, "g1", None, "/consumers/g1/offsets/delta/0")
 
 
 def _findings(spark: SparkSession, rows: list[dict[str, Any]]) -> DataFrame:
@@ -39,10 +41,12 @@ def audit(small_data_spark: SparkSession) -> dict[str, Any]:
     broken = make_tables(spark, broken_rows())
     # The broken cluster's findings (test_checks.py proves run_checks finds exactly these).
     findings = _findings(spark, [
-        {"snapshot_id": SNAPSHOT, "check_id": check_id, "severity": BY_ID[check_id].severity, "topic": topic,
-         "partition": partition, "group_id": group_id, "broker_id": broker_id, "path": path, "detail": "evidence",
-         "first_seen": SNAPSHOT, "status": "new"}
-        for check_id, topic, partition, group_id, broker_id, path in sorted(EXPECTED_BROKEN, key=repr)
+        {"snapshot_id": SNAPSHOT, "check_id": check_id, "topic": topic, "partition": partition, "group_id": group_id,
+         "broker_id": broker_id, "path": path, "detail": "evidence", "first_seen": SNAPSHOT,
+         **({"severity": "info", "status": "explained"} if subject == EXPLAINED else
+            {"severity": BY_ID[check_id].severity, "status": "new"})}
+        for subject in sorted(EXPECTED_BROKEN, key=repr)
+        for check_id, topic, partition, group_id, broker_id, path in [subject]
     ])
     healthy = make_tables(spark, healthy_rows())
     nothing = make_tables(spark, {})
@@ -90,10 +94,19 @@ def test_flags_match_the_findings_exactly(audit: dict[str, Any]) -> None:
         table = audit["rows"][("broken", entity)]
         for check_id in entity_checks(entity):
             flagged = {_subject(row, entity) for row in table if row[check_id]}
-            expected = {_subject(f, entity) for f in findings if f["check_id"] == check_id}
+            expected = {_subject(f, entity) for f in findings
+                        if f["check_id"] == check_id and f["status"] != "explained"}
             assert flagged == expected, (entity, check_id)
             assert all(isinstance(row[check_id], bool) for row in table)
     assert all(BY_ID[f["check_id"]].entity in ENTITIES for f in findings)
+
+
+def test_explained_findings_do_not_flag_their_subject(audit: dict[str, Any]) -> None:
+    """An explained finding is reported (info) but its column stays False, so the gate passes on it."""
+    offsets = {_subject(r, "offsets"): r for r in audit["rows"][("broken", "offsets")]}
+    delta = offsets[("g1", "delta", 0, "/consumers/g1/offsets/delta/0")]
+    assert delta["offset_regressed"] is False and delta["offset"] == 5
+    assert offsets[("g1", "alpha", 0, "/consumers/g1/offsets/alpha/0")]["offset_regressed"] is True
 
 
 def test_rows_without_findings_are_all_false(audit: dict[str, Any]) -> None:
@@ -138,7 +151,7 @@ def test_finding_subjects_without_an_entity_row_get_one(audit: dict[str, Any]) -
     assert admin[("/config/changes", None, None)]["notification_backlog"] is True
     assert admin[("/admin/reassign_partitions", "alpha", 42)]["reassignment_invalid"] is True
     assert admin[("/admin/reassign_partitions", "beta", 0)]["reassignment_invalid"] is False
-    assert [r["path"] for r in broken[("broken", "znodes")]] == ["/brokers/ids/5"]
+    assert sorted(r["path"] for r in broken[("broken", "znodes")]) == ["/brokers/ids/5", "/config/users/bob"]
 
 
 def test_controller_is_one_row_even_without_the_znode(audit: dict[str, Any]) -> None:

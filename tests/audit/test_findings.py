@@ -1,4 +1,5 @@
-"""Finalizing check rows into findings: severity, suppressions, new / ongoing / resolved, first_seen."""
+"""Finalizing check rows into findings: severity, suppressions, new / ongoing / explained / resolved,
+first_seen, and the suppressed history that keeps first_seen while a suppression lasts."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from tests.audit.checks.test_checks import small_data_settings
 
 pytestmark = pytest.mark.spark
 
-S0, S1, S2 = "20261122T040000Z", "20261122T050000Z", "20261122T060000Z"
+S0, S1, S2, S3 = "20261122T040000Z", "20261122T050000Z", "20261122T060000Z", "20261122T070000Z"
+OFFSET = "/consumers/g/offsets/t/0"
 STATE = "/brokers/topics/t/partitions/{}/state"
 
 CONFIG = parse_config({
@@ -53,14 +55,16 @@ CURRENT = [
     raw_row("owner_assignment_mismatch", "t", 0, "/consumers/legacy-10/owners/t/0", group_id="legacy-10"),  # new
     raw_row("broker_registration_not_ephemeral", path="/brokers/ids/3", broker_id=3),       # suppressed
     raw_row("broker_registration_not_ephemeral", path="/brokers/ids/4", broker_id=4),       # new
+    # The offsets of a recreated topic went back: explained, keeps its first_seen.
+    raw_row("offset_regressed", "t", 0, OFFSET, "offset 5 < 900; explained: ...", group_id="g", explained=True),
 ]
 
 
 def previous_row(check_id: str, topic: str | None, partition: int | None, path: str, first_seen: str,
-                 **subject: Any) -> dict[str, Any]:
+                 status: str | None = None, **subject: Any) -> dict[str, Any]:
     return {"snapshot_id": S1, "check_id": check_id, "severity": "error", "topic": topic, "partition": partition,
             "path": path, "detail": "old evidence", "first_seen": first_seen,
-            "status": "new" if first_seen == S1 else "ongoing", **subject}
+            "status": status or ("new" if first_seen == S1 else "ongoing"), **subject}
 
 
 PREVIOUS = [
@@ -69,6 +73,10 @@ PREVIOUS = [
     previous_row("offline_partition", "t", 5, STATE.format(5), S0),                          # resolved now
     previous_row("under_replicated", "scratch-1", 0, "/brokers/topics/scratch-1/partitions/0/state", S0),
     previous_row("leader_not_in_isr", "t", 0, "/elsewhere", S0),                              # other path: resolved
+    previous_row("offset_regressed", "t", 0, OFFSET, S0, group_id="g"),                      # explained now
+    # Suppressed in the previous run (its suppressed history) and gone now: never reported, not resolved.
+    previous_row("owner_assignment_mismatch", "t", 1, "/consumers/legacy-2/owners/t/1", S0, status="suppressed",
+                 group_id="legacy-2"),
 ]
 
 
@@ -82,17 +90,23 @@ def small_data_spark(spark: SparkSession) -> Iterator[SparkSession]:
 def finalized(small_data_spark: SparkSession) -> dict[str, Any]:
     spark = small_data_spark
     raw = frame(spark, CHECK_OUTPUT, CURRENT)
-    with_history, stats = finalize_findings(raw, S2, frame(spark, FINDINGS, PREVIOUS), CONFIG)
-    first_run, first_stats = finalize_findings(raw, S2, None, CONFIG)
+    with_history = finalize_findings(raw, S2, frame(spark, FINDINGS, PREVIOUS), CONFIG)
+    first_run = finalize_findings(raw, S2, None, CONFIG)
+    # The next run, the suppressions lifted: its history is the findings and the suppressed history of S2.
+    history = with_history.findings.unionByName(with_history.suppressed)
+    lifted = finalize_findings(raw, S3, history, parse_config({}))
     out = {
-        "columns": with_history.columns,
-        "rows": [row.asDict() for row in with_history.collect()],
-        "stats": stats,
-        "first_rows": [row.asDict() for row in first_run.collect()],
-        "first_stats": first_stats,
+        "columns": with_history.findings.columns,
+        "rows": [row.asDict() for row in with_history.findings.collect()],
+        "suppressed": [row.asDict() for row in with_history.suppressed.collect()],
+        "stats": with_history.stats,
+        "first_rows": [row.asDict() for row in first_run.findings.collect()],
+        "first_stats": first_run.stats,
+        "lifted_rows": [row.asDict() for row in lifted.findings.collect()],
+        "lifted_stats": lifted.stats,
     }
-    with_history.unpersist()
-    first_run.unpersist()
+    for finalized in (with_history, first_run, lifted):
+        finalized.unpersist()
     return out
 
 
@@ -115,7 +129,7 @@ def test_new_ongoing_and_first_seen(finalized: dict[str, Any]) -> None:
     assert (controller["status"], controller["first_seen"]) == ("ongoing", S1)
     fresh = rows[("under_replicated", "t", 1, None, None, STATE.format(1))]
     assert (fresh["status"], fresh["first_seen"]) == ("new", S2)
-    assert finalized["stats"] == {"new": 5, "resolved": 2, "ongoing": 2, "suppressed": 3}
+    assert finalized["stats"] == {"new": 5, "resolved": 2, "ongoing": 2, "explained": 1, "suppressed": 3}
 
 
 def test_severity_defaults_and_overrides(finalized: dict[str, Any]) -> None:
@@ -138,9 +152,33 @@ def test_suppressions_drop_findings(finalized: dict[str, Any]) -> None:
 def test_one_finding_per_identity(finalized: dict[str, Any]) -> None:
     rows = [r for r in finalized["rows"] if r["check_id"] == "leader_not_alive"]
     assert [r["detail"] for r in rows] == ["first; second"]
-    assert len(finalized["rows"]) == len(_by_subject(finalized["rows"])) == 7
+    assert len(finalized["rows"]) == len(_by_subject(finalized["rows"])) == 8
+
+
+def test_explained_rows_are_info_and_keep_their_history(finalized: dict[str, Any]) -> None:
+    explained = _by_subject(finalized["rows"])[("offset_regressed", "t", 0, "g", None, OFFSET)]
+    assert (explained["status"], explained["severity"], explained["first_seen"]) == ("explained", "info", S0)
+    first = _by_subject(finalized["first_rows"])[("offset_regressed", "t", 0, "g", None, OFFSET)]
+    assert (first["status"], first["severity"], first["first_seen"]) == ("explained", "info", S2)
 
 
 def test_first_run_everything_is_new(finalized: dict[str, Any]) -> None:
-    assert {(r["status"], r["first_seen"]) for r in finalized["first_rows"]} == {("new", S2)}
-    assert finalized["first_stats"] == {"new": 7, "resolved": 0, "ongoing": 0, "suppressed": 3}
+    assert {(r["status"], r["first_seen"]) for r in finalized["first_rows"]} == {("new", S2), ("explained", S2)}
+    assert finalized["first_stats"] == {"new": 7, "resolved": 0, "ongoing": 0, "explained": 1, "suppressed": 3}
+
+
+def test_suppressed_findings_keep_their_history(finalized: dict[str, Any]) -> None:
+    """A suppressed finding is kept aside with its first_seen; lifting the suppression resumes it."""
+    suppressed = _by_subject(finalized["suppressed"])
+    assert {key: (r["status"], r["first_seen"]) for key, r in suppressed.items()} == {
+        ("under_replicated", "scratch-1", 0, None, None, "/brokers/topics/scratch-1/partitions/0/state"):
+            ("suppressed", S0),
+        ("owner_assignment_mismatch", "t", 0, "legacy-1", None, "/consumers/legacy-1/owners/t/0"): ("suppressed", S2),
+        ("broker_registration_not_ephemeral", None, None, None, 3, "/brokers/ids/3"): ("suppressed", S2),
+    }
+    lifted = _by_subject(finalized["lifted_rows"])
+    scratch = lifted[("under_replicated", "scratch-1", 0, None, None, "/brokers/topics/scratch-1/partitions/0/state")]
+    assert (scratch["snapshot_id"], scratch["status"], scratch["first_seen"]) == (S3, "ongoing", S0)
+    legacy = lifted[("owner_assignment_mismatch", "t", 0, "legacy-1", None, "/consumers/legacy-1/owners/t/0")]
+    assert (legacy["status"], legacy["first_seen"]) == ("ongoing", S2)
+    assert finalized["lifted_stats"] == {"new": 0, "resolved": 0, "ongoing": 10, "explained": 1, "suppressed": 0}

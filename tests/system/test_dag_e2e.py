@@ -292,9 +292,17 @@ def test_offsets_of_a_recreated_topic_are_explained(history):
     assert on_topic, f"nothing reported for the recreated topic {topic}"
     assert {f["check_id"] for f in on_topic} == {"offset_regressed"}, on_topic
     for finding in on_topic:
-        assert "topic was deleted and recreated (czxid 0x" in finding["detail"], finding
+        # Explained: reported with severity info and status explained, never flagged for the gate.
+        assert (finding["severity"], finding["status"]) == ("info", "explained"), finding
+        assert "explained: the topic was deleted and recreated (czxid 0x" in finding["detail"], finding
+    audit_offsets = pq.read_table(
+        history.warehouse / "tables" / "audit_offsets" / f"snapshot_id={second.summary['snapshot_id']}"
+    ).to_pylist()
+    recreated_rows = [row for row in audit_offsets if row["topic"] == topic]
+    assert recreated_rows and not any(row["offset_regressed"] for row in recreated_rows), recreated_rows
     plain = next(f for f in second.findings if f["check_id"] == "offset_regressed" and f["topic"] != topic)
     assert "recreated" not in plain["detail"]
+    assert (plain["severity"], plain["status"]) == ("error", "new"), plain
 
 
 def test_alerts_reach_smtp_and_webhook_and_only_new_findings_alert_again(history):

@@ -1,9 +1,9 @@
 """Audit tables for the gate: one row per audited thing, one boolean column per check of its entity.
 
 Each column is named exactly after its check id and is True when the findings hold that check for the
-row's subject (so the gate and the findings can never disagree): the expectation for every such column
-is "all False". Rows are the entity's own rows plus any finding subject that has none, so a failing
-row always names its topic / partition / group / broker / znode.
+row's subject (so the gate and the findings can never disagree), unless the finding is explained: the
+expectation for every such column is "all False". Rows are the entity's own rows plus any finding
+subject that has none, so a failing row always names its topic / partition / group / broker / znode.
 """
 
 from __future__ import annotations
@@ -60,6 +60,13 @@ def _flag(check_id: str) -> Column:
     return F.coalesce(F.max(F.col("check_id") == check_id), F.lit(False)).alias(check_id)
 
 
+def _flagged(findings: DataFrame, checks: tuple[str, ...]) -> DataFrame:
+    """The findings of these checks that flag their subject: an explained finding (a known, harmless
+    cause, severity info) is reported but never flagged, so the gate does not fail on it."""
+    explained = F.coalesce(F.col("status") == "explained", F.lit(False))
+    return findings.where(F.col("check_id").isin(*checks) & ~explained)
+
+
 def _with_flags(entity: str, rows: DataFrame, findings: DataFrame) -> DataFrame:
     """The entity's rows and its findings' subjects, one row per subject, one boolean per check.
 
@@ -73,7 +80,7 @@ def _with_flags(entity: str, rows: DataFrame, findings: DataFrame) -> DataFrame:
         *keys, F.col("path").alias("own_path"), F.lit(None).cast("string").alias("subject_path"), *evidence,
         F.lit(None).cast("string").alias("check_id"),
     )
-    subjects = findings.where(F.col("check_id").isin(*checks)).select(
+    subjects = _flagged(findings, checks).select(
         *keys, F.lit(None).cast("string").alias("own_path"), F.col("path").alias("subject_path"),
         *[F.lit(None).cast(rows.schema[c].dataType).alias(c) for c in evidence], "check_id",
     )
@@ -95,7 +102,7 @@ def _controller_table(tables: dict[str, DataFrame], findings: DataFrame) -> Data
     )
     epoch = tables["controller_epoch"].agg(F.first("epoch", ignorenulls=True).alias("controller_epoch"))
     checks = entity_checks("controller")
-    flags = findings.where(F.col("check_id").isin(*checks)).agg(*[_flag(c) for c in checks])
+    flags = _flagged(findings, checks).agg(*[_flag(c) for c in checks])
     return znode.crossJoin(epoch).crossJoin(flags)
 
 

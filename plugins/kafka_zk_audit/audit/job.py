@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit.audit_tables import build_audit_tables, conform_for_gate
 from kafka_zk_audit.audit.checks import run_checks
+from kafka_zk_audit.audit.drift import DRIFT_TABLE, drift_row
 from kafka_zk_audit.audit.findings import finalize_findings
 from kafka_zk_audit.audit.normalize import normalize
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
@@ -31,6 +32,9 @@ log = logging.getLogger(__name__)
 
 # Tables the history checks compare with the previous audited snapshot.
 HISTORY_TABLES = ("partitions", "controller_epoch", "consumer_offsets", "topics")
+# The suppressed findings of a run (FINDINGS shape), kept only as history: the next run carries their
+# first_seen over, so lifting a suppression does not make an old finding new.
+SUPPRESSED_HISTORY = "suppressed_findings"
 
 
 def audit_table_name(entity: str) -> str:
@@ -59,12 +63,16 @@ def _read_table(spark: SparkSession, warehouse: Warehouse, table: str, snapshot_
 def load_previous(
     spark: SparkSession, warehouse: Warehouse, snapshot_id: str
 ) -> tuple[str | None, dict, DataFrame | None]:
-    """The previous audited snapshot's id, its history tables and its findings (or None, {}, None)."""
+    """The previous audited snapshot of the same ensemble and chroot (see ``Warehouse.previous_audited``):
+    its id, its history tables and its findings with its suppressed history (or None, {}, None)."""
     previous_id = warehouse.previous_audited(snapshot_id)
     if previous_id is None:
         return None, {}, None
     tables = {name: _read_table(spark, warehouse, name, previous_id) for name in HISTORY_TABLES}
     findings = spark.read.schema(FINDINGS).parquet(warehouse.findings_dir(previous_id))
+    suppressed_dir = warehouse.table_dir(SUPPRESSED_HISTORY, previous_id)
+    if warehouse.exists(f"{suppressed_dir}/_SUCCESS"):
+        findings = findings.unionByName(spark.read.schema(FINDINGS).parquet(suppressed_dir))
     return previous_id, tables, findings
 
 
@@ -77,7 +85,7 @@ def run_audit(spark: SparkSession, warehouse: Warehouse, snapshot_id: str, confi
     """
     started = time.monotonic()
     manifest = read_manifest(warehouse, snapshot_id)
-    cfg = load_config(config_path)
+    cfg = load_config(config_path).for_cluster(manifest.get("cluster") or "")
     now_ms = int(datetime.fromisoformat(manifest["started_at"]).timestamp() * 1000)
     small = size_spark_to(spark, int(manifest["znodes"]))
 
@@ -96,16 +104,23 @@ def run_audit(spark: SparkSession, warehouse: Warehouse, snapshot_id: str, confi
         tables = {name: _read_table(spark, warehouse, name, snapshot_id) for name in TABLES}
     row_counts = {name: df.count() for name, df in tables.items()}
     log.info("normalized tables written: %s", ", ".join(f"{k}={v}" for k, v in row_counts.items()))
+    drift_row(spark, tables, manifest, previous_id).coalesce(1).write.mode("overwrite").parquet(
+        warehouse.table_dir(DRIFT_TABLE, snapshot_id)
+    )
 
     # The checks run once: their rows are cached for the findings' history join and counts.
     raw = run_checks(tables, previous_tables or None, cfg, now_ms).persist(StorageLevel.MEMORY_AND_DISK)
     log.info("checks ran: %d raw rows", raw.count())
-    findings, stats = finalize_findings(raw, snapshot_id, previous_findings, cfg)
+    finalized = finalize_findings(raw, snapshot_id, previous_findings, cfg)
+    findings, stats = finalized.findings, finalized.stats
     raw.unpersist()
 
     for entity, df in build_audit_tables(tables, findings).items():
         conform_for_gate(df).write.mode("overwrite").parquet(warehouse.table_dir(audit_table_name(entity), snapshot_id))
 
+    finalized.suppressed.coalesce(1).write.mode("overwrite").parquet(
+        warehouse.table_dir(SUPPRESSED_HISTORY, snapshot_id)
+    )
     findings.coalesce(1).write.mode("overwrite").parquet(warehouse.findings_dir(snapshot_id))
     counts = {row["check_id"]: row["n"] for row in findings.groupBy("check_id").agg(F.count("*").alias("n")).collect()}
     by_severity = {
@@ -120,11 +135,12 @@ def run_audit(spark: SparkSession, warehouse: Warehouse, snapshot_id: str, confi
         "new_findings": int(stats["new"]),
         "resolved_findings": int(stats["resolved"]),
         "suppressed_findings": int(stats.get("suppressed", 0)),
+        "explained_findings": int(stats.get("explained", 0)),
         "table_rows": row_counts,
         "seconds": round(time.monotonic() - started, 1),
     }
     warehouse.write_json(f"{warehouse.run_dir(snapshot_id)}/audit.json", result)
-    findings.unpersist()
+    finalized.unpersist()
     if not reread_tables:
         tables.release()
     log.info("findings: %d (%d new, %d resolved) in %.1fs; per check: %s", result["findings"],
@@ -134,23 +150,42 @@ def run_audit(spark: SparkSession, warehouse: Warehouse, snapshot_id: str, confi
 
 
 def main(argv: list[str] | None = None) -> int:
-    """spark-submit entry: ``--warehouse DIR --snapshot-id ID [--config FILE]``."""
+    """spark-submit entry: ``--warehouse DIR --snapshot-ids ID[,ID...] [--config FILE]``.
+
+    Every snapshot is audited in the one Spark session, each with its cluster's settings; one that fails
+    is logged and the others go on. Exit 1 when any failed (the gate then validates the others), 2 when
+    there was nothing to audit.
+    """
     import argparse
 
     from kafka_zk_audit.audit.session import get_spark
 
-    parser = argparse.ArgumentParser(description="kafka-zk-audit: audit one snapshot of the warehouse")
+    parser = argparse.ArgumentParser(description="kafka-zk-audit: audit snapshots of the warehouse")
     parser.add_argument("--warehouse", required=True)
-    parser.add_argument("--snapshot-id", required=True)
+    parser.add_argument("--snapshot-ids", "--snapshot-id", dest="snapshot_ids", action="append", required=True,
+                        help="snapshot ids, comma-separated or repeated")
     parser.add_argument("--config", default=None, help="audit settings file (default: packaged defaults)")
     parser.add_argument("--no-reread", action="store_true",
                         help="run the checks on the normalizer's frames, not the written tables (benchmark baseline)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    spark = get_spark(f"kafka-zk-audit {args.snapshot_id}")
+    snapshot_ids = [s for value in args.snapshot_ids for s in value.split(",") if s.strip()]
+    if not snapshot_ids:
+        log.error("no snapshot to audit: every snapshot task of the run failed (see their logs)")
+        return 2
+    spark = get_spark(f"kafka-zk-audit {','.join(snapshot_ids)}"[:200])
+    failed = []
     try:
-        run_audit(spark, Warehouse(args.warehouse), args.snapshot_id, args.config or None,
-                  reread_tables=not args.no_reread)
+        for snapshot_id in snapshot_ids:
+            try:
+                run_audit(spark, Warehouse(args.warehouse), snapshot_id.strip(), args.config or None,
+                          reread_tables=not args.no_reread)
+            except Exception:
+                log.exception("the audit of snapshot %s failed; going on with the others", snapshot_id)
+                failed.append(snapshot_id)
     finally:
         spark.stop()
+    if failed:
+        log.error("the audit of %d of %d snapshot(s) failed: %s", len(failed), len(snapshot_ids), ", ".join(failed))
+        return 1
     return 0

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -24,6 +25,8 @@ import fsspec
 MANIFEST = "_MANIFEST.json"
 SNAPSHOT_ID_RE = re.compile(r"^\d{8}T\d{6}Z(-[A-Za-z0-9_.-]+)?$")
 WAREHOUSE_ENV = "KAFKA_ZK_AUDIT_WAREHOUSE"
+ZOOKEEPER_DEFAULT_PORT = 2181
+_HAS_PORT = re.compile(r"(^[^:\[]+|\])(:\d+)$")
 
 
 def default_warehouse() -> str:
@@ -130,13 +133,65 @@ class Warehouse:
         return [sid for sid in self.complete_snapshots() if self.exists(f"{self.findings_dir(sid)}/_SUCCESS")]
 
     def previous_audited(self, snapshot_id: str) -> str | None:
-        earlier = [sid for sid in self.audited_snapshots() if sid < snapshot_id]
-        return earlier[-1] if earlier else None
+        """The baseline of ``snapshot_id``: the newest audited snapshot of the same ensemble and chroot
+        that started before it (see ``choose_baseline``), or None."""
+        current = self.read_json(self.manifest_path(snapshot_id))
+        candidates = (
+            (sid, self.read_json(self.manifest_path(sid))) for sid in self.audited_snapshots() if sid != snapshot_id
+        )
+        return choose_baseline(snapshot_id, current, candidates)
 
     def remove(self, url: str) -> None:
         path = self.fs_path(url)
         if self.fs.exists(path):
             self.fs.rm(path, recursive=True)
+
+
+def ensemble_identity(manifest: Mapping[str, Any]) -> str | None:
+    """The ensemble a snapshot was taken of: its hosts lower-cased and sorted (a host without a port on
+    ZooKeeper's 2181), then its chroot, e.g. ``zk1:2181,zk2:2181/kafka``; None when the manifest names
+    no ensemble. A snapshot of a named cluster of the fleet is identified by that name instead
+    (``cluster:prod-eu``), so its history survives a change of the ensemble's hosts."""
+    if manifest.get("cluster") and manifest["cluster"] != "default":
+        return f"cluster:{manifest['cluster']}"
+    hosts = manifest.get("ensemble")
+    if not hosts:
+        return None
+    servers = set()
+    for host in str(hosts).split(","):
+        host = host.strip().lower()
+        if host:
+            servers.add(host if _HAS_PORT.search(host) else f"{host}:{ZOOKEEPER_DEFAULT_PORT}")
+    chroot = "/" + str(manifest.get("chroot") or "").strip("/")
+    return ",".join(sorted(servers)) + ("" if chroot == "/" else chroot)
+
+
+def _start_order(snapshot_id: str, manifest: Mapping[str, Any]) -> tuple[datetime, str]:
+    """When a snapshot started: its manifest's ``started_at`` (else the time in its id), then its id."""
+    started_at = manifest.get("started_at")
+    if started_at:
+        moment = datetime.fromisoformat(str(started_at))
+    else:
+        moment = datetime.strptime(snapshot_id[:16], "%Y%m%dT%H%M%SZ")
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)), snapshot_id
+
+
+def choose_baseline(
+    snapshot_id: str,
+    manifest: Mapping[str, Any],
+    audited: Iterable[tuple[str, Mapping[str, Any]]],
+) -> str | None:
+    """The baseline of a snapshot for the history checks: among the audited snapshots (id, manifest),
+    the one of the same ensemble identity (``ensemble_identity``) that started last before it, so that
+    two clusters sharing a warehouse are never compared with each other."""
+    identity = ensemble_identity(manifest)
+    start = _start_order(snapshot_id, manifest)
+    earlier = [
+        _start_order(sid, candidate)
+        for sid, candidate in audited
+        if ensemble_identity(candidate) == identity and _start_order(sid, candidate) < start
+    ]
+    return max(earlier)[1] if earlier else None
 
 
 def read_manifest(warehouse: Warehouse, snapshot_id: str) -> dict[str, Any]:

@@ -241,6 +241,8 @@ def build_alert(
 
 
 def _cluster(manifest: dict[str, Any]) -> str | None:
+    if manifest.get("cluster"):
+        return f"{manifest['cluster']} ({manifest.get('ensemble')}{manifest.get('chroot') or ''})"
     if not manifest.get("ensemble"):
         return None
     chroot = manifest.get("chroot") or "/"

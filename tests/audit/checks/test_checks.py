@@ -9,18 +9,26 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
 import pytest
+from kazoo.client import KazooClient
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from kafka_zk_audit.audit.checks import CHECK_FUNCTIONS, run_checks
+from kafka_zk_audit.audit.normalize import normalize
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
-from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, TABLES
+from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, SNAPSHOT, TABLES
 from kafka_zk_audit.contract.settings import load_config, parse_config
+from kafka_zk_audit.contract.warehouse import Warehouse
+from kafka_zk_audit.snapshot.connection import ZkSettings
+from kafka_zk_audit.snapshot.walker import write_snapshot
+from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
+from kafka_zk_audit_testing.simulator.spec import ERAS
 
 pytestmark = pytest.mark.spark
 
@@ -74,15 +82,22 @@ def broker(broker_id: int, session: int, *endpoints: str, ephemeral: bool = True
     }
 
 
-def topic(name: str, partitions: dict[int, list[int]], czxid: int, **states: dict[str, Any]) -> dict[str, list]:
+def topic(name: str, partitions: dict[int, list[int]], czxid: int,
+          reassigning: dict[int, tuple[list[int], list[int]]] | None = None,
+          **states: dict[str, Any]) -> dict[str, list]:
     """A topic's rows: topic, assignments, and a healthy state per partition unless overridden.
 
-    ``states`` maps "p<n>" to state fields to override, or to None for no state znode.
+    ``reassigning`` maps a partition to its (adding_replicas, removing_replicas) while a reassignment
+    runs (its replicas are then the union of the original and the target ones). ``states`` maps "p<n>"
+    to state fields to override, or to None for no state znode.
     """
+    moving = {p: {"adding_replicas": adding, "removing_replicas": removing}
+              for p, (adding, removing) in (reassigning or {}).items()}
     out: dict[str, list] = {
         "topics": [{"topic": name, "version": 2, "partition_count": len(partitions), "czxid": czxid,
                     "path": f"/brokers/topics/{name}"}],
-        "assignments": [{"topic": name, "partition": p, "replicas": r, "path": f"/brokers/topics/{name}"}
+        "assignments": [{"topic": name, "partition": p, "replicas": r, "path": f"/brokers/topics/{name}",
+                         **moving.get(p, {})}
                         for p, r in partitions.items()],
         "partition_states": [],
     }
@@ -135,15 +150,18 @@ def merge(*parts: dict[str, list]) -> dict[str, list]:
 
 
 def collect_by_label(frames: dict[str, DataFrame]) -> dict[str, list[tuple]]:
-    """Collect several CHECK_OUTPUT frames in ONE Spark action, as sorted tuples per label."""
+    """Collect several CHECK_OUTPUT frames in ONE Spark action, as sorted tuples per label:
+    (check_id, topic, partition, group_id, broker_id, path, detail), plus "explained" for an explained row."""
     union = None
     for label, frame in frames.items():
+        if "explained" not in frame.columns:  # frames shaped like check rows, e.g. the range assignment
+            frame = frame.withColumn("explained", F.lit(False))
         labelled = frame.select(F.lit(label).alias("label"), *CHECK_OUTPUT.names)
         union = labelled if union is None else union.unionByName(labelled)
     assert union is not None
     out: dict[str, list[tuple]] = {label: [] for label in frames}
     for row in union.collect():
-        out[row["label"]].append(tuple(row)[1:])
+        out[row["label"]].append(tuple(row)[1:8] + (("explained",) if row["explained"] else ()))
     return {label: sorted(rows, key=repr) for label, rows in out.items()}
 
 
@@ -169,9 +187,11 @@ def healthy_rows() -> dict[str, list]:
                 {"kind": "preferred_election", "topic": "report-log", "partition": 1,
                  "path": "/admin/preferred_replica_election", "ctime": NOW - 10 * MINUTE},
             ],
+            # The last config changes, two days ago, stay until a newer change makes the brokers purge them.
             "notifications": [
                 {"kind": "config_change", "parent": "/config/changes", "name": f"config_change_000000000{i}",
-                 "seq": i, "path": f"/config/changes/config_change_000000000{i}", "ctime": NOW - 5 * MINUTE}
+                 "seq": i, "path": f"/config/changes/config_change_000000000{i}",
+                 "ctime": NOW - 2 * DAY + i * 5 * MINUTE}
                 for i in range(2)
             ] + [{"kind": "isr_change", "parent": "/isr_change_notification", "name": "isr_change_0000000007",
                   "seq": 7, "path": "/isr_change_notification/isr_change_0000000007", "ctime": NOW - MINUTE}],
@@ -182,8 +202,13 @@ def healthy_rows() -> dict[str, list]:
                                 owner("g1", "report-log", 2, "g1_c2-0"), owner("g1", "report-log", 3, "g1_c2-0")],
             "consumer_offsets": [offset("g1", "report-log", p, 100 + p) for p in range(4)],
         },
-        topic("orders", {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}, czxid=0x100),
-        topic("report-log", {0: [1, 2], 1: [2, 3], 2: [3, 1], 3: [1, 2]}, czxid=0x200),
+        # orders is queued for deletion: its leaders do not count for the preferred replica imbalance.
+        topic("orders", {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}, czxid=0x100, p1={"leader": 3}),
+        # Two reassignments in progress (topic znode v2): p0 from [1, 2] to [1, 2, 3], broker 3 still
+        # catching up; p1 from [2, 3] to [1, 2], its preferred replica 1 not yet in the isr.
+        topic("report-log", {0: [1, 2, 3], 1: [1, 2, 3], 2: [3, 1], 3: [1, 2]}, czxid=0x200,
+              reassigning={0: ([3], []), 1: ([1], [3])},
+              p0={"isr": [1, 2]}, p1={"leader": 2, "isr": [2, 3]}),
     )
 
 
@@ -242,9 +267,15 @@ def broken_rows() -> dict[str, list]:
                 {"kind": "acl_change", "parent": "/kafka-acl-changes", "name": "acl_changes_0000000001", "seq": 1,
                  "path": "/kafka-acl-changes/acl_changes_0000000001", "ctime": NOW - 9 * DAY},
             ] + [
+                # More children than max_children is no backlog here: brokers purge only when a change comes.
                 {"kind": "config_change", "parent": "/config/changes", "name": f"config_change_000000000{i}",
                  "seq": i, "path": f"/config/changes/config_change_000000000{i}", "ctime": NOW - MINUTE}
-                for i in range(3)
+                for i in range(3, 6)
+            ] + [
+                # ...but a change 3 days older than one the brokers have processed was not purged.
+                {"kind": "config_change", "parent": "/config/changes", "name": f"config_change_000000000{i}",
+                 "seq": i, "path": f"/config/changes/config_change_000000000{i}", "ctime": NOW - age}
+                for i, age in ((1, 3 * DAY + 2 * HOUR), (2, 2 * HOUR))
             ],
             # alpha's 8 assigned partitions over threads g1_c1-0 (p0, p1, p2, p3) and g1_c2-0 (p4, p5, p7, p8).
             "consumer_registrations": [consumer("g1", "g1_c1", {"alpha": 1}), consumer("g1", "g1_c2", {"alpha": 1})],
@@ -267,6 +298,7 @@ def broken_rows() -> dict[str, list]:
                 offset("g1", "ghost", 0, 7),                 # ghost was deleted
             ],
             "malformed_znodes": [{"kind": "broker", "reason": "invalid JSON", "path": "/brokers/ids/5"}],
+            "unreadable_znodes": [{"kind": "config", "reason": "no_read_permission", "path": "/config/users/bob"}],
         },
     )
 
@@ -337,9 +369,11 @@ EXPECTED_BROKEN = {
     ("offset_invalid", "alpha", 1, "g1", None, "/consumers/g1/offsets/alpha/1"),
     ("offset_invalid", "alpha", 2, "g1", None, "/consumers/g1/offsets/alpha/2"),
     ("offset_for_unknown_partition", "alpha", 99, "g1", None, "/consumers/g1/offsets/alpha/99"),
+    ("offset_for_unknown_partition", "ghost", 0, "g1", None, "/consumers/g1/offsets/ghost/0"),
     ("offset_regressed", "alpha", 0, "g1", None, "/consumers/g1/offsets/alpha/0"),
     ("offset_regressed", "delta", 0, "g1", None, "/consumers/g1/offsets/delta/0"),
     ("malformed_znode", None, None, None, None, "/brokers/ids/5"),
+    ("unreadable_znode", None, None, None, None, "/config/users/bob"),
 }
 
 
@@ -443,22 +477,30 @@ def test_broken_cluster_details(results: dict[str, list[tuple]]) -> None:
         "1 consumer offset znode(s) left for topic ghost, which has no /brokers/topics/ghost "
         "(first: /consumers/g1/offsets/ghost/0)"
     )
+    # Ages: the snapshot's start (NOW, the auditor's clock) minus the znode's ctime (ZooKeeper's).
     assert of("delete_topic_stuck") == (
-        "topic gamma marked for deletion 2d ago (SLA 1d) and /brokers/topics/gamma still exists"
+        "topic gamma marked for deletion 2d ago (SLA 1d; age = snapshot start 2027-01-15T08:00:00Z - znode ctime "
+        "2027-01-13T08:00:00Z) and /brokers/topics/gamma still exists"
     )
     assert of("reassignment_stuck", topic="alpha") == (
-        "reassignment of alpha-42 to replicas [1, 8] pending for 3d (SLA 1d)"
+        "reassignment of alpha-42 to replicas [1, 8] pending for 3d (SLA 1d; age = snapshot start "
+        "2027-01-15T08:00:00Z - znode ctime 2027-01-12T08:00:00Z)"
     )
     assert of("reassignment_invalid") == (
         "reassignment entry alpha-42 to [1, 8]: alpha-42 is not an assigned partition; "
         "target replicas [8] are not registered brokers"
     )
-    assert of("preferred_election_stuck") == "preferred replica election of gamma-0 pending for 2h (SLA 1h)"
+    assert of("preferred_election_stuck") == (
+        "preferred replica election of gamma-0 pending for 2h (SLA 1h; age = snapshot start 2027-01-15T08:00:00Z"
+        " - znode ctime 2027-01-15T06:00:00Z)"
+    )
     assert of("notification_backlog", path="/isr_change_notification") == (
-        "1 child znode(s), the oldest 1h old (limits: 2 children, 30m)"
+        "1 child znode(s), the oldest 1h old (limits: 2 children, 30m; age = snapshot start 2027-01-15T08:00:00Z"
+        " - ctime 2027-01-15T07:00:00Z)"
     )
     assert of("notification_backlog", path="/config/changes") == (
-        "3 child znode(s), the oldest 1m old (limits: 2 children, 30m)"
+        "1 child znode(s) not purged: the oldest (ctime 2027-01-12T06:00:00Z) is 3d older than the change of "
+        "2027-01-15T06:00:00Z; brokers processing a change purge those more than 15m older (tolerance 30m)"
     )
     assert of("owner_not_registered") == (
         "owner g1_c9-0 names consumer g1_c9, which is not registered under /consumers/g1/ids"
@@ -473,15 +515,23 @@ def test_broken_cluster_details(results: dict[str, list[tuple]]) -> None:
     assert of("owner_assignment_mismatch", partition=1) == "owned by g1_c2-0, range assignment gives g1_c1-0"
     assert of("offset_invalid", partition=1) == 'offset data "abc" is not a decimal long'
     assert of("offset_invalid", partition=2) == "offset -5 is negative"
-    assert of("offset_for_unknown_partition") == (
+    assert of("offset_for_unknown_partition", topic="alpha") == (
         "offset for partition 99 of alpha, which has no such partition (partition_count 8)"
+    )
+    assert of("offset_for_unknown_partition", topic="ghost") == (
+        "offset for partition 0 of ghost, which does not exist (no /brokers/topics/ghost)"
     )
     assert of("offset_regressed", topic="alpha") == f"offset 50 < 80 in previous snapshot {PREVIOUS_SNAPSHOT}"
     assert of("offset_regressed", topic="delta") == (
         f"offset 5 < 900 in previous snapshot {PREVIOUS_SNAPSHOT}; "
-        "topic was deleted and recreated (czxid 0x20 → 0x30)"
+        "explained: the topic was deleted and recreated (czxid 0x20 → 0x30)"
     )
+    explained = {row[:6] for row in results["broken"] if row[7:] == ("explained",)}
+    assert explained == {("offset_regressed", "delta", 0, "g1", None, "/consumers/g1/offsets/delta/0")}
     assert of("malformed_znode") == "malformed broker: invalid JSON"
+    assert of("unreadable_znode") == (
+        "no READ permission to read its data or list its children (config znode); checks that need it skip it"
+    )
 
 
 def test_history_checks_without_baseline_report_nothing(results: dict[str, list[tuple]]) -> None:
@@ -492,3 +542,53 @@ def test_recreated_topic_does_not_count_as_leader_epoch_regression(results: dict
     regressed = {(row[1], row[2]) for row in results["broken"] if row[0] == "leader_epoch_regressed"}
     assert ("delta", 0) not in regressed
     assert ("alpha", 8) in regressed
+
+
+# ---------------------------------------------------------------------------------------------------
+# Clean simulated clusters of every era, through the real ZooKeeper, snapshot and normalizer
+
+
+@contextmanager
+def normalized_snapshot(spark: SparkSession, zk_hosts: str, chroot: str, warehouse: Warehouse,
+                        snapshot_id: str) -> Iterator[tuple[dict[str, DataFrame], int]]:
+    """Snapshot ``chroot`` into ``warehouse`` and normalize it: the tables (with their snapshot_id column, as
+    read back from the warehouse) and the snapshot's start in epoch ms. Each table is a lazy local
+    checkpoint: computed once, when a check first needs it, and planned from there (as the audit job
+    plans its checks from the written tables)."""
+    settings = ZkSettings(hosts=zk_hosts, chroot=chroot)
+    client = KazooClient(**settings.kazoo_kwargs())
+    client.start(timeout=15)
+    try:
+        manifest = write_snapshot(client, settings, warehouse, snapshot_id)
+    finally:
+        client.stop()
+        client.close()
+    tables = normalize(spark.read.schema(SNAPSHOT).parquet(warehouse.snapshot_dir(snapshot_id)))
+    try:
+        yield (
+            {name: table.withColumn("snapshot_id", F.lit(snapshot_id)).coalesce(1).localCheckpoint(eager=False)
+             for name, table in tables.items()},
+            int(datetime.fromisoformat(manifest["started_at"]).timestamp() * 1000),
+        )
+    finally:
+        tables.release()
+
+
+@pytest.mark.zk
+@pytest.mark.parametrize("era", list(ERAS))
+def test_clean_cluster_of_every_era_has_no_finding_of_any_severity(
+    era: str, small_data_spark: SparkSession, zk_server, zk_chroot: str, tmp_path
+) -> None:
+    """Every check on a clean cluster of the era: the simulator writes it (with __consumer_offsets, topic
+    config overrides, old consumer groups), it is snapshotted, time passes (a controller failover, leader
+    elections, offsets committed) and it is snapshotted again; the checks run on the second snapshot
+    with the first as baseline."""
+    spark, warehouse = small_data_spark, Warehouse(str(tmp_path / "wh"))
+    with Simulator(hosts=zk_server.hosts + zk_chroot) as sim:
+        sim.write(ClusterSpec(era=era, brokers=3, racks=2, topics=4, partitions=3, replication_factor=2, groups=2,
+                              consumers_per_group=2, threads_per_consumer=2, internal_topics=True, seed=11))
+        with normalized_snapshot(spark, zk_server.hosts, zk_chroot, warehouse, "20260101T000000Z") as (before, _):
+            sim.advance()
+            with normalized_snapshot(spark, zk_server.hosts, zk_chroot, warehouse, "20260101T010000Z") as (now, ms):
+                found = collect_by_label({era: run_checks(now, before, load_config(None), ms)})[era]
+    assert found == []

@@ -80,6 +80,11 @@ def results(small_data_spark: SparkSession) -> dict[str, list[tuple]]:
         _marker("delete_topic", "t", SLA),                      # exactly at the SLA: not yet stuck
         _marker("reassignment", "t", SLA + 1, partition=1),     # one ms over: stuck
     ])
+    # Written just now, or during the walk (after the snapshot started): never stuck.
+    fresh_markers = frame("admin_markers", [
+        _marker("reassignment", "t", 0, partition=0), _marker("preferred_election", "t", -5_000, partition=0),
+        _marker("delete_topic", "t", -5_000),
+    ])
     queues = frame("notifications", [
         _notification("log_dir_event", "/log_dir_event_notification", 1, 31 * MINUTE),  # too old
         *[_notification("config_change", "/config/changes", i, MINUTE) for i in range(100)],  # at the limit
@@ -94,6 +99,9 @@ def results(small_data_spark: SparkSession) -> dict[str, list[tuple]]:
     gone_offsets = frame("consumer_offsets", [
         {"group_id": "g", "topic": "gone", "partition": 0, "offset": 5, "raw": "5",
          "path": "/consumers/g/offsets/gone/0"},
+        # Kafka creates its internal topics itself when needed: not a leftover.
+        {"group_id": "g", "topic": "__consumer_offsets", "partition": 3, "offset": 5, "raw": "5",
+         "path": "/consumers/g/offsets/__consumer_offsets/3"},
     ])
     stray = {
         "registrations": frame("consumer_registrations", [consumer("g", "g_c", {"t": 1})]),
@@ -119,14 +127,18 @@ def results(small_data_spark: SparkSession) -> dict[str, list[tuple]]:
         "session_matches": controller.controller_session_mismatch(controllers(_controller(2, 0x102)), brokers),
         "no_baseline_epoch": controller.controller_epoch_regressed(no_epoch, None),
         "dead_isr": partitions.offline_partition(
-            frame("partitions", derive_partitions(dead_isr_rows)), brokers),
+            frame("partitions", derive_partitions(dead_isr_rows)), brokers, controllers(_controller(1, 0x101))),
         "no_controller_epoch": partitions.partition_epoch_ahead_of_controller(
-            frame("partitions", derive_partitions(dead_isr_rows)), no_epoch),
+            frame("partitions", derive_partitions(dead_isr_rows)), no_epoch, controllers(), frame("migration", [])),
         "reassigning_rf": partitions.replication_factor_inconsistent(reassigning),
         "delete_at_sla": admin.delete_topic_stuck(markers, topics, NOW, SLA),
         "reassignment_over_sla": admin.reassignment_stuck(markers, NOW, SLA),
+        "fresh_delete": admin.delete_topic_stuck(fresh_markers, topics, NOW, 0),
+        "fresh_reassignment": admin.reassignment_stuck(fresh_markers, NOW, 0),
+        "fresh_election": admin.preferred_election_stuck(fresh_markers, NOW, 0),
         "reassignment_valid": admin.reassignment_invalid(
-            markers, frame("assignments", [{"topic": "t", "partition": 1, "replicas": [1]}]), brokers),
+            markers, frame("assignments", [{"topic": "t", "partition": 1, "replicas": [1]}]), brokers,
+            controllers(_controller(1, 0x101))),
         "backlog": admin.notification_backlog(queues, NOW, 100, 30 * MINUTE),
         "hostless_endpoints": brokers_topics.broker_endpoint_conflict(hostless),
         "ephemeral_brokers": brokers_topics.broker_registration_not_ephemeral(brokers),
@@ -177,8 +189,14 @@ def test_admin_edges(results: dict[str, list[tuple]]) -> None:
     assert [(row[1], row[2]) for row in results["reassignment_over_sla"]] == [("t", 1)]
     assert results["reassignment_valid"] == []
     assert [(row[5], row[6]) for row in results["backlog"]] == [
-        ("/log_dir_event_notification", "1 child znode(s), the oldest 31m old (limits: 100 children, 30m)"),
+        ("/log_dir_event_notification", "1 child znode(s), the oldest 31m old (limits: 100 children, 30m; "
+         "age = snapshot start 2027-01-15T08:00:00Z - ctime 2027-01-15T07:29:00Z)"),
     ]
+
+
+def test_markers_written_just_now_are_not_stuck(results: dict[str, list[tuple]]) -> None:
+    """Even with an SLA of 0: age is snapshot start - ctime, zero or negative for these markers."""
+    assert results["fresh_delete"] == results["fresh_reassignment"] == results["fresh_election"] == []
 
 
 def test_broker_and_topic_edges(results: dict[str, list[tuple]]) -> None:
@@ -189,8 +207,12 @@ def test_broker_and_topic_edges(results: dict[str, list[tuple]]) -> None:
          "1 consumer owner znode(s) left for topic gone, which has no /brokers/topics/gone "
          "(first: /consumers/g/owners/gone/0)"),
     ]
-    # An offset of a topic that no longer exists is a deleted_topic_remnants finding, not this one.
-    assert results["offset_of_deleted_topic"] == []
+    # An offset of a topic that no longer exists is reported per offset znode (and the topic's leftovers
+    # as deleted_topic_remnants); one of Kafka's internal topics is not.
+    assert results["offset_of_deleted_topic"] == [
+        ("offset_for_unknown_partition", "gone", 0, "g", None, "/consumers/g/offsets/gone/0",
+         "offset for partition 0 of gone, which does not exist (no /brokers/topics/gone)"),
+    ]
 
 
 def test_owner_of_a_topic_nobody_subscribes_to(results: dict[str, list[tuple]]) -> None:

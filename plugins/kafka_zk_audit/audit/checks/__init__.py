@@ -62,6 +62,7 @@ CHECK_FUNCTIONS: dict[str, Callable[..., DataFrame]] = {
     "offset_regressed": consumers.offset_regressed,
     # Any znode
     "malformed_znode": znodes.malformed_znode,
+    "unreadable_znode": znodes.unreadable_znode,
 }
 
 
@@ -86,19 +87,25 @@ def _ms(duration: timedelta) -> int:
 _CALLS: dict[str, Callable[[CheckInputs], DataFrame]] = {
     "leader_not_in_isr": lambda i: partitions.leader_not_in_isr(i.tables["partitions"]),
     "isr_not_subset_of_replicas": lambda i: partitions.isr_not_subset_of_replicas(i.tables["partitions"]),
-    "leader_not_alive": lambda i: partitions.leader_not_alive(i.tables["partitions"], i.tables["brokers"]),
-    "offline_partition": lambda i: partitions.offline_partition(i.tables["partitions"], i.tables["brokers"]),
-    "under_replicated": lambda i: partitions.under_replicated(i.tables["partitions"]),
-    "preferred_leader_not_leader": lambda i: partitions.preferred_leader_not_leader(i.tables["partitions"]),
+    "leader_not_alive": lambda i: partitions.leader_not_alive(
+        i.tables["partitions"], i.tables["brokers"], i.tables["controller"]
+    ),
+    "offline_partition": lambda i: partitions.offline_partition(
+        i.tables["partitions"], i.tables["brokers"], i.tables["controller"]
+    ),
+    "under_replicated": lambda i: partitions.under_replicated(i.tables["partitions"], i.tables["assignments"]),
+    "preferred_leader_not_leader": lambda i: partitions.preferred_leader_not_leader(
+        i.tables["partitions"], i.tables["assignments"], i.tables["admin_markers"]
+    ),
     "replica_on_unknown_broker": lambda i: partitions.replica_on_unknown_broker(
-        i.tables["assignments"], i.tables["brokers"]
+        i.tables["assignments"], i.tables["brokers"], i.tables["controller"]
     ),
     "duplicate_replica": lambda i: partitions.duplicate_replica(i.tables["assignments"]),
     "replication_factor_inconsistent": lambda i: partitions.replication_factor_inconsistent(i.tables["assignments"]),
     "partition_state_missing": lambda i: partitions.partition_state_missing(i.tables["partitions"]),
     "partition_state_orphaned": lambda i: partitions.partition_state_orphaned(i.tables["partitions"]),
     "partition_epoch_ahead_of_controller": lambda i: partitions.partition_epoch_ahead_of_controller(
-        i.tables["partitions"], i.tables["controller_epoch"]
+        i.tables["partitions"], i.tables["controller_epoch"], i.tables["controller"], i.tables["migration"]
     ),
     "leader_epoch_regressed": lambda i: partitions.leader_epoch_regressed(
         i.tables["partitions"], i.tables["topics"], i.before("partitions"), i.before("topics")
@@ -128,7 +135,7 @@ _CALLS: dict[str, Callable[[CheckInputs], DataFrame]] = {
         i.tables["admin_markers"], i.now_ms, _ms(i.config.sla.reassignment)
     ),
     "reassignment_invalid": lambda i: admin.reassignment_invalid(
-        i.tables["admin_markers"], i.tables["assignments"], i.tables["brokers"]
+        i.tables["admin_markers"], i.tables["assignments"], i.tables["brokers"], i.tables["controller"]
     ),
     "preferred_election_stuck": lambda i: admin.preferred_election_stuck(
         i.tables["admin_markers"], i.now_ms, _ms(i.config.sla.preferred_election)
@@ -155,6 +162,7 @@ _CALLS: dict[str, Callable[[CheckInputs], DataFrame]] = {
         i.tables["consumer_offsets"], i.tables["topics"], i.before("consumer_offsets"), i.before("topics")
     ),
     "malformed_znode": lambda i: znodes.malformed_znode(i.tables["malformed_znodes"]),
+    "unreadable_znode": lambda i: znodes.unreadable_znode(i.tables["unreadable_znodes"]),
 }
 
 if not set(CHECK_FUNCTIONS) == set(CHECK_IDS) == set(_CALLS):

@@ -26,8 +26,10 @@ def to_output(
     partition: ColumnLike = None,
     group_id: ColumnLike = None,
     broker_id: ColumnLike = None,
+    explained: Column | None = None,
 ) -> DataFrame:
-    """The rows of a check as CHECK_OUTPUT: check id, subject (null when not given), path, detail."""
+    """The rows of a check as CHECK_OUTPUT: check id, subject (null when not given), path, detail, and
+    whether the row is explained (a known, harmless cause; default False)."""
     values = {
         "check_id": F.lit(check_id),
         "topic": _column(topic),
@@ -36,6 +38,7 @@ def to_output(
         "broker_id": _column(broker_id),
         "path": _column(path),
         "detail": detail,
+        "explained": F.coalesce(explained, F.lit(False)) if explained is not None else F.lit(False),
     }
     return rows.select(*[values[f.name].cast(f.dataType).alias(f.name) for f in CHECK_OUTPUT.fields])
 
@@ -96,3 +99,24 @@ def previous_snapshot(previous: DataFrame) -> Column:
 def registered_broker_ids(brokers: DataFrame) -> DataFrame:
     """One row, column registered_brokers: the array of every broker id under /brokers/ids."""
     return brokers.agg(F.collect_set("broker_id").alias("registered_brokers"))
+
+
+def instant(epoch_ms: ColumnLike) -> Column:
+    """Epoch milliseconds as an ISO-8601 instant with its offset, e.g. 2027-01-15T08:00:00Z."""
+    return F.date_format(F.timestamp_millis(_column(epoch_ms).cast("long")), "yyyy-MM-dd'T'HH:mm:ssXXX")
+
+
+def kraft_controller() -> Column:
+    """On /controller rows: a KRaft controller holds it during a ZK -> KRaft migration (persistent, kraft
+    epoch >= 0; apache/kafka KafkaZkClient.tryRegisterKRaftControllerAsActiveController)."""
+    persistent = ~F.coalesce(F.col("is_ephemeral"), F.lit(True))
+    return persistent & (F.coalesce(F.col("kraft_controller_epoch"), F.lit(-1)) >= 0)
+
+
+def kraft_migration(controller: DataFrame) -> DataFrame:
+    """One row, column kraft_migration: whether a KRaft controller holds /controller.
+
+    Brokers already restarted in KRaft mode are then alive but never in /brokers/ids, so the checks
+    that take /brokers/ids for the live brokers cannot tell a dead broker from a KRaft one.
+    """
+    return controller.agg(F.coalesce(F.max(kraft_controller()), F.lit(False)).alias("kraft_migration"))

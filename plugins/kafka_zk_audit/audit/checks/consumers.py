@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from kafka_zk_audit.audit.checks.common import empty_output, previous_snapshot, say, to_output, zk_id
+from kafka_zk_audit.audit.checks.common import empty_output, instant, previous_snapshot, say, to_output, zk_id
 
 # Topics Kafka's consumers leave out of wildcard subscriptions (exclude.internal.topics=true).
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
@@ -194,16 +194,27 @@ def offset_invalid(consumer_offsets: DataFrame) -> DataFrame:
 def offset_for_unknown_partition(
     consumer_offsets: DataFrame, assignments: DataFrame, topics: DataFrame
 ) -> DataFrame:
-    """Every offset of an existing topic names one of its assigned partitions."""
+    """Every offset names an assigned partition of an existing topic.
+
+    Kafka never deletes the old consumers' offsets of a deleted topic (nor does a recreated topic with
+    fewer partitions): they stay under /consumers/<g>/offsets/<t>/<p> until a tool deletes them. Offsets
+    of Kafka's internal topics are left out: Kafka creates those topics itself when first needed and
+    refuses to delete them.
+    """
     rows = (
-        consumer_offsets.where(F.col("partition").isNotNull())
-        .join(topics.select("topic", "partition_count"), "topic")
+        consumer_offsets.where(F.col("partition").isNotNull() & ~F.col("topic").isin(*INTERNAL_TOPICS))
+        .join(topics.select("topic", "partition_count", F.lit(True).alias("topic_exists")), "topic", "left")
         .join(assignments.select("topic", "partition"), ["topic", "partition"], "left_anti")
     )
+    detail = F.when(
+        F.col("topic_exists"),
+        say("offset for partition %s of %s, which has no such partition (partition_count %s)",
+            "partition", "topic", "partition_count"),
+    ).otherwise(say("offset for partition %s of %s, which does not exist (no /brokers/topics/%s)",
+                    "partition", "topic", "topic"))
     return to_output(
         rows, "offset_for_unknown_partition", topic="topic", partition="partition", group_id="group_id", path="path",
-        detail=say("offset for partition %s of %s, which has no such partition (partition_count %s)",
-                   "partition", "topic", "partition_count"),
+        detail=detail,
     )
 
 
@@ -213,27 +224,37 @@ def offset_regressed(
     previous_offsets: DataFrame | None,
     previous_topics: DataFrame | None,
 ) -> DataFrame:
-    """A committed offset never decreases between snapshots (a recreated topic is said so in the detail)."""
+    """A committed offset never decreases between snapshots.
+
+    Two causes are explained rather than reported as problems (info, status explained): the topic was
+    deleted and created again (another czxid: its offsets start over), or the offset znode itself was
+    deleted and created again (another ctime: the group's offsets were deleted, e.g. by
+    ``kafka-consumer-groups --delete``, and committed anew).
+    """
     if previous_offsets is None or previous_topics is None:
         return empty_output(consumer_offsets, "offset_regressed")
     before = previous_offsets.select(
-        *GROUP_PARTITION, F.col("offset").alias("previous_offset"),
+        *GROUP_PARTITION, F.col("offset").alias("previous_offset"), F.col("ctime").alias("previous_ctime"),
         previous_snapshot(previous_offsets).alias("previous_snapshot"),
     )
     rows = (
-        consumer_offsets.select(*GROUP_PARTITION, "offset", "path")
+        consumer_offsets.select(*GROUP_PARTITION, "offset", "path", "ctime")
         .join(before, GROUP_PARTITION)
         .where(F.col("offset") < F.col("previous_offset"))
         .join(topics.select("topic", F.col("czxid").alias("czxid_now")), "topic", "left")
         .join(previous_topics.select("topic", F.col("czxid").alias("czxid_before")), "topic", "left")
     )
-    recreated = F.coalesce(F.col("czxid_now") != F.col("czxid_before"), F.lit(False))
+    recreated_topic = F.coalesce(F.col("czxid_now") != F.col("czxid_before"), F.lit(False))
+    recreated_offset = F.coalesce(F.col("ctime") != F.col("previous_ctime"), F.lit(False))
     detail = F.concat(
         say("offset %s < %s in previous snapshot%s", "offset", "previous_offset", "previous_snapshot"),
-        F.when(recreated, say("; topic was deleted and recreated (czxid %s → %s)",
-                              zk_id("czxid_before"), zk_id("czxid_now"))).otherwise(F.lit("")),
+        F.when(recreated_topic, say("; explained: the topic was deleted and recreated (czxid %s → %s)",
+                                    zk_id("czxid_before"), zk_id("czxid_now")))
+        .when(recreated_offset, say("; explained: the offset znode was deleted and created again (ctime %s → %s)",
+                                    instant("previous_ctime"), instant("ctime")))
+        .otherwise(F.lit("")),
     )
     return to_output(
         rows, "offset_regressed", topic="topic", partition="partition", group_id="group_id", path="path",
-        detail=detail,
+        detail=detail, explained=recreated_topic | recreated_offset,
     )

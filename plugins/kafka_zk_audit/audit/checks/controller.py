@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from kafka_zk_audit.audit.checks.common import empty_output, previous_snapshot, say, to_output, zk_id
+from kafka_zk_audit.audit.checks.common import (
+    empty_output,
+    kraft_controller,
+    previous_snapshot,
+    say,
+    to_output,
+    zk_id,
+)
 
 CONTROLLER_PATH = "/controller"
-
-
-def _kraft_migration() -> Column:
-    """A KRaft controller owns /controller during a ZK -> KRaft migration: persistent, kraft epoch >= 0."""
-    persistent = ~F.coalesce(F.col("is_ephemeral"), F.lit(True))
-    return persistent & (F.coalesce(F.col("kraft_controller_epoch"), F.lit(-1)) >= 0)
 
 
 def controller_missing(controller: DataFrame) -> DataFrame:
@@ -29,7 +30,7 @@ def controller_not_alive(controller: DataFrame, brokers: DataFrame) -> DataFrame
     """/controller's brokerid is registered under /brokers/ids (except a KRaft controller during migration)."""
     registered = brokers.select("broker_id").where(F.col("broker_id").isNotNull())
     rows = (
-        controller.where(F.col("broker_id").isNotNull() & ~_kraft_migration())
+        controller.where(F.col("broker_id").isNotNull() & ~kraft_controller())
         .join(registered, "broker_id", "left_anti")
     )
     return to_output(
@@ -42,7 +43,7 @@ def controller_session_mismatch(controller: DataFrame, brokers: DataFrame) -> Da
     """/controller's ephemeralOwner is the session of that broker's registration (when both are known)."""
     registrations = brokers.select("broker_id", F.col("session").alias("broker_session"))
     rows = (
-        controller.where(~_kraft_migration())
+        controller.where(~kraft_controller())
         .select("broker_id", "session", "path")
         .join(registrations, "broker_id")
         .where(F.col("session").isNotNull() & F.col("broker_session").isNotNull())
@@ -56,13 +57,24 @@ def controller_session_mismatch(controller: DataFrame, brokers: DataFrame) -> Da
 
 
 def controller_epoch_regressed(controller_epoch: DataFrame, previous_controller_epoch: DataFrame | None) -> DataFrame:
-    """/controller_epoch never decreases between snapshots."""
+    """/controller_epoch never decreases between snapshots (unless the znode was created anew).
+
+    Kafka never deletes /controller_epoch: a znode with another ctime than before belongs to a new
+    cluster written into the same chroot, whose epochs start over. A ZooKeeper restored from a backup
+    keeps the ctime, and its lower epoch is reported.
+    """
     if previous_controller_epoch is None:
         return empty_output(controller_epoch, "controller_epoch_regressed")
     before = previous_controller_epoch.select(
-        F.col("epoch").alias("previous_epoch"), previous_snapshot(previous_controller_epoch).alias("previous_snapshot")
+        F.col("epoch").alias("previous_epoch"), F.col("ctime").alias("previous_ctime"),
+        previous_snapshot(previous_controller_epoch).alias("previous_snapshot"),
     )
-    rows = controller_epoch.select("epoch", "path").crossJoin(before).where(F.col("epoch") < F.col("previous_epoch"))
+    recreated = F.coalesce(F.col("ctime") != F.col("previous_ctime"), F.lit(False))
+    rows = (
+        controller_epoch.select("epoch", "path", "ctime")
+        .crossJoin(before)
+        .where((F.col("epoch") < F.col("previous_epoch")) & ~recreated)
+    )
     return to_output(
         rows, "controller_epoch_regressed", path="path",
         detail=say("/controller_epoch %s < %s in previous snapshot%s", "epoch", "previous_epoch", "previous_snapshot"),

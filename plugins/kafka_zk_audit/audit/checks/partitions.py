@@ -9,6 +9,7 @@ from kafka_zk_audit.audit.checks.common import (
     empty_ints,
     empty_output,
     int_list,
+    kraft_migration,
     previous_snapshot,
     registered_broker_ids,
     say,
@@ -32,6 +33,27 @@ def _partition_output(rows: DataFrame, check_id: str, detail: Column) -> DataFra
     return to_output(rows, check_id, topic="topic", partition="partition", path="path", detail=detail)
 
 
+def _adding(assignments: DataFrame) -> DataFrame:
+    """(topic, partition, adding): the replicas a reassignment in progress is adding (topic znode v2+,
+    Kafka 2.4+; an empty array otherwise)."""
+    return assignments.select("topic", "partition", F.coalesce("adding_replicas", empty_ints()).alias("adding"))
+
+
+def _replication_factor(replicas: Column, adding: Column) -> Column:
+    """Kafka's replication factor of a partition: its replicas minus those a reassignment is adding.
+
+    While a partition is reassigned, the topic znode's replicas hold the union of the original and
+    the target replicas. Kafka 2.5+ (KIP-352) counts the original ones: apache/kafka
+    core/src/main/scala/kafka/cluster/Partition.scala, ``OngoingReassignmentState.replicationFactor =
+    replicas.diff(addingReplicas).size`` ("keep the size of the original replicas"), used by
+    ``isUnderReplicated = isLeader && replicationFactor - isr.size > 0``; and TopicCommand's
+    ``getReplicationFactor`` = ``replicas.size - addingReplicas.size`` for the ReplicationFactor it
+    prints and its --under-replicated-partitions (tools/.../TopicCommand.java @3.9). Adding replicas
+    that are not in replicas do not count (Scala's diff).
+    """
+    return F.size(replicas) - F.size(F.array_intersect(adding, replicas))
+
+
 def leader_not_in_isr(partitions: DataFrame) -> DataFrame:
     """A partition's leader (when >= 0) is a member of its isr."""
     rows = _with_state(partitions).where((F.col("leader") >= 0) & ~F.array_contains(_isr(), F.col("leader")))
@@ -50,21 +72,29 @@ def isr_not_subset_of_replicas(partitions: DataFrame) -> DataFrame:
     return _partition_output(rows, "isr_not_subset_of_replicas", detail)
 
 
-def leader_not_alive(partitions: DataFrame, brokers: DataFrame) -> DataFrame:
-    """A partition's leader (when >= 0) is registered under /brokers/ids."""
+def leader_not_alive(partitions: DataFrame, brokers: DataFrame, controller: DataFrame) -> DataFrame:
+    """A partition's leader (when >= 0) is registered under /brokers/ids (not checked during a ZK -> KRaft
+    migration, when brokers running in KRaft mode lead partitions without being there)."""
     registered = brokers.select(F.col("broker_id").alias("leader")).where(F.col("leader").isNotNull())
-    rows = _with_state(partitions).where(F.col("leader") >= 0).join(registered, "leader", "left_anti")
+    rows = (
+        _with_state(partitions).where(F.col("leader") >= 0)
+        .join(registered, "leader", "left_anti")
+        .crossJoin(kraft_migration(controller))
+        .where(~F.col("kraft_migration"))
+    )
     return _partition_output(rows, "leader_not_alive", say("leader %s is not registered under /brokers/ids", "leader"))
 
 
-def offline_partition(partitions: DataFrame, brokers: DataFrame) -> DataFrame:
-    """A partition has a leader (not -1) and at least one registered isr member."""
+def offline_partition(partitions: DataFrame, brokers: DataFrame, controller: DataFrame) -> DataFrame:
+    """A partition has a leader (not -1) and at least one registered isr member (the latter is not
+    checked during a ZK -> KRaft migration: brokers in KRaft mode are alive without being registered)."""
     rows = (
         _with_state(partitions)
         .where(F.col("leader").isNotNull())
         .crossJoin(registered_broker_ids(brokers))
+        .crossJoin(kraft_migration(controller))
         .withColumn("live_isr", F.array_intersect(_isr(), F.col("registered_brokers")))
-        .where((F.col("leader") == -1) | (F.size("live_isr") == 0))
+        .where((F.col("leader") == -1) | ((F.size("live_isr") == 0) & ~F.col("kraft_migration")))
     )
     detail = F.when(F.col("leader") == -1, say("leader is -1 (no leader), isr %s", int_list("isr"))).otherwise(
         say("no member of isr %s is registered under /brokers/ids", int_list("isr"))
@@ -72,31 +102,55 @@ def offline_partition(partitions: DataFrame, brokers: DataFrame) -> DataFrame:
     return _partition_output(rows, "offline_partition", detail)
 
 
-def under_replicated(partitions: DataFrame) -> DataFrame:
-    """An assigned partition's isr has as many members as it has assigned replicas."""
-    rows = _assigned_with_state(partitions).where(F.size(_isr()) < F.size("replicas"))
-    detail = say("isr %s has %s of %s replicas %s",
-                 int_list("isr"), F.size(_isr()), F.size("replicas"), int_list("replicas"))
+def under_replicated(partitions: DataFrame, assignments: DataFrame) -> DataFrame:
+    """An assigned partition's isr has as many members as its replication factor (the assigned replicas
+    minus those a reassignment in progress is adding, as Kafka counts it)."""
+    rows = (
+        _assigned_with_state(partitions)
+        .join(_adding(assignments), ["topic", "partition"], "left")
+        .withColumn("adding", F.coalesce("adding", empty_ints()))
+        .withColumn("rf", _replication_factor(F.col("replicas"), F.col("adding")))
+        .where(F.size(_isr()) < F.col("rf"))
+    )
+    reassigning = F.size(F.array_intersect("adding", "replicas")) > 0
+    detail = F.when(
+        reassigning,
+        say("isr %s has %s of replication factor %s (replicas %s, of which %s are being added)",
+            int_list("isr"), F.size(_isr()), "rf", int_list("replicas"), int_list("adding")),
+    ).otherwise(say("isr %s has %s of %s replicas %s", int_list("isr"), F.size(_isr()), "rf", int_list("replicas")))
     return _partition_output(rows, "under_replicated", detail)
 
 
-def preferred_leader_not_leader(partitions: DataFrame) -> DataFrame:
-    """A partition with a leader is led by its preferred (first assigned) replica."""
+def preferred_leader_not_leader(partitions: DataFrame, assignments: DataFrame, admin_markers: DataFrame) -> DataFrame:
+    """A partition with a leader is led by its preferred (first assigned) replica, as the controller
+    counts it for PreferredReplicaImbalanceCount (apache/kafka core/src/main/scala/kafka/controller/
+    ControllerContext.scala, ``hasPreferredLeader`` @3.9): topics queued for deletion are left out, and a
+    partition whose preferred replica is still being added by a reassignment only once that replica is
+    in the isr."""
     preferred = F.try_element_at("replicas", F.lit(1))
-    rows = _assigned_with_state(partitions).where(
-        (F.col("leader") >= 0) & (F.size("replicas") > 0) & (F.col("leader") != preferred)
+    queued_for_deletion = admin_markers.where(F.col("kind") == "delete_topic").select("topic").distinct()
+    adding_preferred_outside_isr = F.array_contains("adding", preferred) & ~F.array_contains(_isr(), preferred)
+    rows = (
+        _assigned_with_state(partitions)
+        .where((F.col("leader") >= 0) & (F.size("replicas") > 0) & (F.col("leader") != preferred))
+        .join(queued_for_deletion, "topic", "left_anti")
+        .join(_adding(assignments), ["topic", "partition"], "left")
+        .withColumn("adding", F.coalesce("adding", empty_ints()))
+        .where(~adding_preferred_outside_isr)
     )
     detail = say("leader %s is not the preferred replica %s of replicas %s",
                  "leader", preferred, int_list("replicas"))
     return _partition_output(rows, "preferred_leader_not_leader", detail)
 
 
-def replica_on_unknown_broker(assignments: DataFrame, brokers: DataFrame) -> DataFrame:
-    """Every assigned replica's broker is registered under /brokers/ids."""
+def replica_on_unknown_broker(assignments: DataFrame, brokers: DataFrame, controller: DataFrame) -> DataFrame:
+    """Every assigned replica's broker is registered under /brokers/ids (not checked during a ZK -> KRaft
+    migration, when brokers running in KRaft mode hold replicas without being registered there)."""
     rows = (
         assignments.crossJoin(registered_broker_ids(brokers))
+        .crossJoin(kraft_migration(controller))
         .withColumn("unknown", F.array_except(F.coalesce("replicas", empty_ints()), F.col("registered_brokers")))
-        .where(F.size("unknown") > 0)
+        .where((F.size("unknown") > 0) & ~F.col("kraft_migration"))
     )
     detail = say("replicas %s of %s are not registered under /brokers/ids", int_list("unknown"), int_list("replicas"))
     return _partition_output(rows, "replica_on_unknown_broker", detail)
@@ -113,10 +167,10 @@ def duplicate_replica(assignments: DataFrame) -> DataFrame:
 
 
 def replication_factor_inconsistent(assignments: DataFrame) -> DataFrame:
-    """All partitions of a topic have the same replication factor (replicas minus removing_replicas)."""
-    removing = F.coalesce("removing_replicas", empty_ints())
-    target = F.filter(F.coalesce("replicas", empty_ints()), lambda r: ~F.array_contains(removing, r))
-    per_rf = assignments.groupBy("topic", F.size(target).alias("rf")).agg(
+    """All partitions of a topic have the same replication factor, as Kafka counts it during a
+    reassignment: the replicas minus those being added (see ``_replication_factor``)."""
+    rf = _replication_factor(F.coalesce("replicas", empty_ints()), F.coalesce("adding_replicas", empty_ints()))
+    per_rf = assignments.groupBy("topic", rf.alias("rf")).agg(
         F.count(F.lit(1)).alias("partitions"), F.min("path").alias("path")
     )
     rows = (
@@ -147,11 +201,35 @@ def partition_state_orphaned(partitions: DataFrame) -> DataFrame:
     return _partition_output(rows, "partition_state_orphaned", detail)
 
 
-def partition_epoch_ahead_of_controller(partitions: DataFrame, controller_epoch: DataFrame) -> DataFrame:
-    """A partition state's controller_epoch is not greater than /controller_epoch."""
-    current = controller_epoch.select(F.col("epoch").alias("cluster_epoch")).where(F.col("cluster_epoch").isNotNull())
-    rows = _with_state(partitions).crossJoin(current).where(F.col("controller_epoch") > F.col("cluster_epoch"))
-    detail = say("controller_epoch %s in state > /controller_epoch %s", "controller_epoch", "cluster_epoch")
+def partition_epoch_ahead_of_controller(
+    partitions: DataFrame, controller_epoch: DataFrame, controller: DataFrame, migration: DataFrame
+) -> DataFrame:
+    """A partition state's controller_epoch is not greater than /controller_epoch, nor, during a ZK -> KRaft
+    migration, than the KRaft controller's epoch.
+
+    While migrating, the KRaft controller writes partition states with its own epoch
+    (apache/kafka core/src/main/scala/kafka/zk/migration/ZkTopicMigrationClient.scala,
+    ``state.kraftControllerEpoch()``) and bumps /controller_epoch only by one per takeover
+    (KafkaZkClient.tryRegisterKRaftControllerAsActiveController): the KRaft epoch in /controller and
+    /migration bounds those states.
+    """
+    bounds = (
+        controller_epoch.select(F.col("epoch").alias("bound"))
+        .unionByName(controller.select(F.col("kraft_controller_epoch").alias("bound")))
+        .unionByName(migration.select(F.col("kraft_controller_epoch").alias("bound")))
+        .agg(F.max("bound").alias("allowed_epoch"))
+    )
+    current = (
+        controller_epoch.agg(F.max("epoch").alias("cluster_epoch"))
+        .where(F.col("cluster_epoch").isNotNull())
+        .crossJoin(bounds)
+    )
+    rows = _with_state(partitions).crossJoin(current).where(F.col("controller_epoch") > F.col("allowed_epoch"))
+    detail = F.when(
+        F.col("allowed_epoch") > F.col("cluster_epoch"),
+        say("controller_epoch %s in state > /controller_epoch %s and > KRaft controller epoch %s",
+            "controller_epoch", "cluster_epoch", "allowed_epoch"),
+    ).otherwise(say("controller_epoch %s in state > /controller_epoch %s", "controller_epoch", "cluster_epoch"))
     return _partition_output(rows, "partition_epoch_ahead_of_controller", detail)
 
 
