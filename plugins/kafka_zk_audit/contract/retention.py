@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from kafka_zk_audit.contract.lock import warehouse_lock
 from kafka_zk_audit.contract.settings import RetentionConfig
 from kafka_zk_audit.contract.warehouse import MANIFEST, Warehouse, ensemble_identity
 
@@ -110,16 +111,17 @@ def table_names(warehouse: Warehouse) -> list[str]:
 
 def apply_retention(warehouse: Warehouse, settings: RetentionConfig, now: datetime,
                     protect: Iterable[str] = ()) -> RetentionPlan:
-    """Prune the warehouse by ``plan_retention``; returns the plan that was carried out."""
-    plan = plan_retention(stored_snapshots(warehouse), settings, now, protect)
-    tables = table_names(warehouse)
-    for snapshot_id in plan.drop_data:
-        warehouse.remove(warehouse.snapshot_dir(snapshot_id))
-        for table in tables:
-            warehouse.remove(warehouse.table_dir(table, snapshot_id))
-    for snapshot_id in plan.drop_findings:
-        warehouse.remove(warehouse.findings_dir(snapshot_id))
-        warehouse.remove(warehouse.run_dir(snapshot_id))
+    """Prune the warehouse by ``plan_retention`` under the warehouse's retention lock; returns the plan."""
+    with warehouse_lock(warehouse, "retention"):
+        plan = plan_retention(stored_snapshots(warehouse), settings, now, protect)
+        tables = table_names(warehouse)
+        for snapshot_id in plan.drop_data:
+            warehouse.remove(warehouse.snapshot_dir(snapshot_id))
+            for table in tables:
+                warehouse.remove(warehouse.table_dir(table, snapshot_id))
+        for snapshot_id in plan.drop_findings:
+            warehouse.remove(warehouse.findings_dir(snapshot_id))
+            warehouse.remove(warehouse.run_dir(snapshot_id))
     log.info("retention: pruned the data of %d snapshot(s) and the findings of %d; baselines kept: %s",
              len(plan.drop_data), len(plan.drop_findings),
              ", ".join(f"{c}={s}" for c, s in plan.kept_baselines.items()) or "none")
