@@ -358,10 +358,10 @@ def test_data_docs_in_headless_chromium(history):
     index = render_dom(docs / "index.html")
     assert 'class="bootstrap-table' in index  # the index's tables are built by its (local) scripts
     index_text = text_of(index)
-    for suite in ENTITIES:
+    for suite in (*ENTITIES, "drift.default"):
         assert suite in index_text, suite
-    assert "Showing 1 to 8 of 8 rows" in index_text  # the eight suites
-    assert "of 24 rows" in index_text  # eight validation results per run, three runs (paginated)
+    assert "Showing 1 to 9 of 9 rows" in index_text  # the eight entity suites and the cluster's drift suite
+    assert "of 27 rows" in index_text  # nine validation results per run, three runs (paginated)
 
     pages = sorted((docs / "validations" / "partitions").rglob("*.html"))
     assert len(pages) == len(history.runs)
