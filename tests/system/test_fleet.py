@@ -189,3 +189,20 @@ def test_retention_prunes_the_first_run_and_keeps_the_baselines(fleet):
         assert not (fleet.warehouse / "tables" / "partitions" / f"snapshot_id={old}").exists(), name
         assert (fleet.warehouse / "findings" / f"snapshot_id={old}").exists(), name  # findings outlive data
         assert (fleet.warehouse / "snapshots" / f"snapshot_id={new}" / "_MANIFEST.json").exists(), name
+
+
+def test_each_audited_cluster_publishes_an_asset_event_with_its_counts(fleet):
+    import sqlite3
+
+    db = sqlite3.connect(fleet.warehouse.parent / "airflow" / "airflow.db")
+    events = [(uri, json.loads(extra)) for uri, extra in db.execute(
+        "select a.uri, e.extra from asset_event e join asset a on a.id = e.asset_id order by e.id")]
+    db.close()
+    assert [uri.rstrip("/") for uri, _ in events] == [f"kafka-zk-audit://{n}" for n in sorted(LIVE)] * 2
+    by_snapshot = {extra["snapshot_id"]: extra for _, extra in events}
+    for run in fleet.runs:
+        for name in LIVE:
+            extra = by_snapshot[run.fleet["clusters"][name]["snapshot_id"]]
+            assert extra["gate_success"] is (run.fleet["clusters"][name]["status"] == "green"), (name, extra)
+            assert extra["findings"] == run.fleet["clusters"][name]["findings"]
+    assert by_snapshot[fleet.runs[0].fleet["clusters"]["bravo"]["snapshot_id"]]["checks"]["leader_not_in_isr"] == 1
