@@ -125,3 +125,12 @@ def test_run_prints_summary_and_exits_1_when_the_gate_fails(cli_env, zk_server, 
     log_line = next(line for line in result.stderr.splitlines() if line.startswith("Airflow log:"))
     log_text = Path(log_line.split(":", 1)[1].strip()).read_text()
     assert "cli-secret" not in result.stdout + result.stderr + log_text
+
+
+def test_fleet_targets_are_named_name_equals_value():
+    from kafka_zk_audit.cli.main import _named
+
+    assert _named("eu=zk1:2181,zk2:2181/kafka") == ("eu", "zk1:2181,zk2:2181/kafka")
+    assert _named("zk1:2181/kafka") == (None, "zk1:2181/kafka")
+    assert _named("prod.us-1=zookeeper_prod_us") == ("prod.us-1", "zookeeper_prod_us")
+    assert _named("zookeeper_prod") == (None, "zookeeper_prod")

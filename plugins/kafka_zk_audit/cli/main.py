@@ -89,7 +89,7 @@ def _zookeeper_connection(zk: str, conn_id: str, connections: dict[str, dict[str
     return f"{problem}; check the address and that the ensemble is up" if problem else None
 
 
-def _named(value: str, index: int) -> tuple[str | None, str]:
+def _named(value: str) -> tuple[str | None, str]:
     """``NAME=VALUE`` → (NAME, VALUE); a bare value has no name."""
     name, sep, rest = value.partition("=")
     if sep and name and all(c.isalnum() or c in "_.-" for c in name) and "/" not in name and ":" not in name:
@@ -102,7 +102,7 @@ def _targets(args: argparse.Namespace, connections: dict[str, dict[str, Any]]) -
     given = [("zk", v) for v in args.zk] + [("conn", v) for v in args.conn_id]
     clusters = []
     for index, (kind, value) in enumerate(given):
-        name, target = _named(value, index)
+        name, target = _named(value)
         name = name or ("default" if len(given) == 1 else f"cluster{index + 1}")
         if kind == "zk":
             conn_id = f"{CLI_CONN_ID}_{index}" if len(given) > 1 else CLI_CONN_ID
