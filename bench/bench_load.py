@@ -1,6 +1,6 @@
 """What a Kafka-like ZooKeeper client sees while a snapshot of a large tree runs, with baselines from the same run.
 
-    .venv/bin/python bench/bench_load.py [--znodes 1000000] [--quick] [--rounds 3] [--paced-rate 25000]
+    .venv/bin/python bench/bench_load.py [--znodes 1000000] [--quick] [--rounds 3] [--paced-rate 0]
 
 1. Starts a private ZooKeeper on 127.0.0.1 (free port) and writes a simulated 3.x Kafka cluster of about
    ``--znodes`` znodes with the simulator (100,000 with ``--quick``).
@@ -13,9 +13,10 @@
    latency can be observed; a cheap request on the same session queues where a ping would.
 3. Runs ``--rounds`` rounds of the phases, each round starting one phase later than the previous one, with the
    same client process throughout:
-   ``idle`` (no snapshot), ``default limits`` (``SnapshotOptions()``), ``caps lifted`` (the walk as it was
-   before the caps: 50 multiRead requests of 1,000 reads in flight, no read or byte cap) and, unless
-   ``--paced-rate 0``, ``paced`` (default limits plus ``reads_per_second``). Each snapshot runs
+   ``idle`` (no snapshot), ``default limits`` (``SnapshotOptions()``: paced at 20,000 reads/s), ``unpaced``
+   (the default caps on reads and bytes in flight, no rate limit), ``caps lifted`` (the walk as it was before
+   the caps: 50 multiRead requests of 1,000 reads in flight, no read, byte or rate cap) and, with
+   ``--paced-rate R``, ``paced`` (default limits at ``reads_per_second`` R). Each snapshot runs
    ``write_snapshot`` in its own process into a temporary warehouse; a phase's window is its walk
    (``write_snapshot`` start to end), so a client read belongs to a phase when it was sent inside it.
 4. Prints, per phase over all rounds, the snapshot's wall time, znodes/s and CPU share, the client's read
@@ -304,8 +305,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=None, help="rounds of all phases (default 3; --quick 1)")
     parser.add_argument("--idle-seconds", type=float, default=None, help="length of an idle phase (default 20; 10)")
     parser.add_argument("--settle-seconds", type=float, default=3.0, help="pause before each phase, not measured")
-    parser.add_argument("--paced-rate", type=float, default=25_000.0,
-                        help="reads_per_second of the paced phase (0: no paced phase)")
+    parser.add_argument("--paced-rate", type=float, default=0.0,
+                        help="reads_per_second of an extra paced phase (default 0: none)")
     parser.add_argument("--zk-heap-mb", type=int, default=4096)
     parser.add_argument("--keep", action="store_true", help="keep the work directory (ZooKeeper data, logs)")
     parser.add_argument("--role", choices=["client", "snapshot"], help=argparse.SUPPRESS)
@@ -323,7 +324,8 @@ def main() -> int:
     args.idle_seconds = args.idle_seconds or (10.0 if args.quick else 20.0)
     logging.basicConfig(level=logging.WARNING)
 
-    phases = [Phase(IDLE, None), Phase("default limits", {}), Phase("caps lifted", CAPS_LIFTED)]
+    phases = [Phase(IDLE, None), Phase("default limits", {}), Phase("unpaced", {"reads_per_second": 0.0}),
+              Phase("caps lifted", CAPS_LIFTED)]
     if args.paced_rate:
         phases.append(Phase(f"paced {args.paced_rate / 1000:g}k/s", {"reads_per_second": args.paced_rate}))
     work = Path(tempfile.mkdtemp(prefix="kafka-zk-audit-bench-load-"))

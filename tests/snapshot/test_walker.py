@@ -19,7 +19,7 @@ from kazoo.security import make_acl, make_digest_acl
 
 from kafka_zk_audit.contract.warehouse import Warehouse, new_snapshot_id, read_manifest
 from kafka_zk_audit.snapshot.connection import ZkSettings
-from kafka_zk_audit.snapshot.walker import SnapshotOptions, TreeWalker, write_snapshot
+from kafka_zk_audit.snapshot.walker import SnapshotIdTaken, SnapshotOptions, TreeWalker, write_snapshot
 from kafka_zk_audit_testing.zk_server import four_letter_word, free_port
 
 pytestmark = pytest.mark.zk
@@ -165,6 +165,27 @@ def test_failed_snapshot_leaves_nothing_behind(zk_server, zk_chroot, zk_client, 
     reader.stop()
     assert warehouse.complete_snapshots() == []
     assert not (tmp_path / "wh" / "snapshots" / "snapshot_id=20260101T000000Z").exists()
+
+
+def test_a_snapshot_id_is_claimed_by_one_writer_only(zk_server, zk_chroot, zk_client, tmp_path):
+    """Two runs of one cluster starting in the same second: the second writer is refused before it reads,
+    and the first one's files are untouched (they used to be removed as 'leftovers')."""
+    _write_tree(zk_client)
+    settings = ZkSettings(hosts=zk_server.hosts, chroot=zk_chroot)
+    reader = KazooClient(**settings.kazoo_kwargs())
+    reader.start()
+    warehouse = Warehouse(str(tmp_path / "wh"))
+    assert warehouse.claim_snapshot_dir("20260101T000000Z-x")  # the first writer, still writing
+    partial = tmp_path / "wh" / "snapshots" / "snapshot_id=20260101T000000Z-x" / "part-00000.parquet"
+    partial.write_bytes(b"being written")
+    with pytest.raises(SnapshotIdTaken, match="exists or is being written"):
+        write_snapshot(reader, settings, warehouse, "20260101T000000Z-x")
+    assert partial.read_bytes() == b"being written"
+    manifest = write_snapshot(reader, settings, warehouse, "20260101T000001Z-x")
+    reader.stop()
+    with pytest.raises(SnapshotIdTaken):  # a complete snapshot is never overwritten either
+        write_snapshot(reader, settings, warehouse, "20260101T000001Z-x")
+    assert warehouse.complete_snapshots() == ["20260101T000001Z-x"] and manifest["znodes"] > 0
 
 
 def test_snapshot_with_digest_auth_reads_protected_znodes(zk_server, zk_chroot, tmp_path):
@@ -450,7 +471,7 @@ def test_reads_in_flight_are_capped_by_count_and_bytes_and_paced(zk_server, zk_c
 def test_default_options_cap_what_is_in_flight():
     options = SnapshotOptions()
     assert options.max_reads_in_flight <= options.in_flight("multi") * options.batch_ops
-    assert options.max_bytes_in_flight == 32 * 1024 * 1024 and options.reads_per_second == 0
+    assert options.max_bytes_in_flight == 32 * 1024 * 1024 and options.reads_per_second == 20_000
     assert not options.copy_secrets
     with pytest.raises(ValueError, match="max_reads_in_flight"):
         SnapshotOptions(max_reads_in_flight=0)

@@ -206,6 +206,7 @@ class SnapshotConfig(_Section):
     max_reconnects: Count
     reconnect_timeout_s: Annotated[float, Field(gt=0)]
     copy_secrets: StrictBool
+    parallel_connections: Annotated[StrictInt, Field(ge=1, le=64)]
 
 
 class ClusterConfig(_Section):

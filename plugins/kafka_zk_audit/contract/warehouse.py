@@ -141,6 +141,26 @@ class Warehouse:
         )
         return choose_baseline(snapshot_id, current, candidates)
 
+    def claim_snapshot_dir(self, snapshot_id: str) -> bool:
+        """Create the snapshot's directory for this writer alone; False when it exists (written or being written).
+
+        Local warehouses claim with one ``mkdir`` (atomic: of two runs starting in the same second, one wins). An
+        object store has no atomic create: there an existing prefix is refused, and ``max_active_runs=1`` keeps
+        two runs of the DAG apart."""
+        target = self.snapshot_dir(snapshot_id)
+        if "://" not in self.root or self.root.startswith("file://"):
+            path = self.fs_path(target)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            try:
+                os.mkdir(path)
+            except FileExistsError:
+                return False
+            return True
+        if self.exists(target):
+            return False
+        self.fs.makedirs(self.fs_path(target), exist_ok=True)
+        return True
+
     def remove(self, url: str) -> None:
         path = self.fs_path(url)
         if self.fs.exists(path):

@@ -22,6 +22,8 @@ On a production ensemble:
 * **Gentle.** Reads in flight are capped by count (``max_reads_in_flight``, ``max_in_flight``
   requests of up to ``batch_ops`` reads) and by estimated response bytes (``max_bytes_in_flight``),
   and optionally paced (``reads_per_second``).
+* **One connection by default.** ``parallel_connections`` > 1 (opt-in) walks disjoint subtrees in
+  worker processes, one connection each, the caps shared out among them (see ``parallel``).
 
 The reader only reads: getData, getChildren, exists and sync. It never writes to ZooKeeper.
 """
@@ -31,9 +33,11 @@ from __future__ import annotations
 import logging
 import resource
 import secrets
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -57,7 +61,7 @@ from kazoo.retry import KazooRetry, RetryFailedError
 from kafka_zk_audit.contract.secrets import CHILDREN_NO_READ_PERMISSION, NO_READ_PERMISSION
 from kafka_zk_audit.contract.warehouse import Warehouse, validate_snapshot_id
 from kafka_zk_audit.snapshot.connection import ZkSettings
-from kafka_zk_audit.snapshot.multiread import MultiRead, ReadError
+from kafka_zk_audit.snapshot.multiread import GET_CHILDREN, GET_DATA, PathReads, ReadError
 from kafka_zk_audit.snapshot.secrets import SECRET_PATHS, Fingerprinter, warehouse_key
 
 log = logging.getLogger(__name__)
@@ -101,6 +105,15 @@ MIB = 1024 * 1024
 ROW_GROUP_BYTES = 64 * MIB
 # Errors after which the connection (or session) is re-established and the reads in flight resent.
 RESUMABLE_ERRORS = (ConnectionLoss, SessionExpiredError, OperationTimeoutError)
+# Requests in flight at most when multiRead is not available (one read each) and when it is (batch_ops reads each).
+SINGLE_IN_FLIGHT = 2000
+MULTI_IN_FLIGHT = 50
+# Single-operation reads are sent and awaited in groups of this many (one wake-up of the walker per group).
+SINGLE_GROUP = 64
+
+
+class SnapshotIdTaken(FileExistsError):
+    """Another writer has (or is writing) a snapshot of this id; nothing was read or written."""
 
 
 class SnapshotInterrupted(ConnectionError):
@@ -114,8 +127,10 @@ class SnapshotOptions:
     Load on the ensemble: at most ``max_reads_in_flight`` reads are outstanding, in at most
     ``max_in_flight`` requests (0: 50 multiRead requests of ``batch_ops`` reads, or 2,000 single-op
     requests) whose responses are estimated at no more than ``max_bytes_in_flight`` bytes, and at most
-    ``reads_per_second`` reads start per second (0: no limit). Before these caps the walk kept up to
+    ``reads_per_second`` reads start per second (default 20,000; 0: no limit). Before these caps the walk kept up to
     50 × 1,000 reads in flight with no byte cap. Secrets are fingerprinted unless ``copy_secrets``.
+    ``parallel_connections`` > 1 walks disjoint subtrees over that many connections in worker processes; the caps
+    above then hold for the whole snapshot (each worker gets its share).
     """
 
     include: tuple[str, ...] = ()
@@ -125,7 +140,7 @@ class SnapshotOptions:
     max_in_flight: int = 0
     max_reads_in_flight: int = 10_000
     max_bytes_in_flight: int = 32 * MIB
-    reads_per_second: float = 0.0
+    reads_per_second: float = 20_000.0
     copy_secrets: bool = False
     max_reconnects: int = 10
     reconnect_timeout_s: float = 60.0
@@ -133,11 +148,12 @@ class SnapshotOptions:
     file_rows: int = 1_000_000
     progress_every_s: float = 5.0
     request_timeout_s: float = 60.0
+    parallel_connections: int = 1
 
     def __post_init__(self) -> None:
         if self.read_mode not in READ_MODES:
             raise ValueError(f"read_mode must be one of {READ_MODES}, not {self.read_mode!r}")
-        for name in ("batch_ops", "max_reads_in_flight", "max_bytes_in_flight"):
+        for name in ("batch_ops", "max_reads_in_flight", "max_bytes_in_flight", "parallel_connections"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
         for name in ("max_in_flight", "reads_per_second", "max_reconnects"):
@@ -148,7 +164,7 @@ class SnapshotOptions:
 
     def in_flight(self, mode: str) -> int:
         """Requests in flight at most (before the read and byte caps)."""
-        return self.max_in_flight or (50 if mode == "multi" else 2000)
+        return self.max_in_flight or (MULTI_IN_FLIGHT if mode == "multi" else SINGLE_IN_FLIGHT)
 
     def wants(self, path: str) -> bool:
         """Record this znode?"""
@@ -205,12 +221,61 @@ Op = tuple[str, str, bool, Any]
 SIZE_SEEN = 1
 
 
+class Reply:
+    """What kazoo's connection fills in for one request: a lock-free stand-in for its ``AsyncResult``.
+
+    kazoo calls ``set`` or ``set_exception`` only. Replies the walker waits on carry its ``signal``;
+    the others are plain slots (a session's requests are answered in order, so once the last request
+    of a group is answered, the group's others are too).
+    """
+
+    __slots__ = ("done", "error", "signal", "value")
+
+    def __init__(self, signal: threading.Condition | None = None) -> None:
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.done = False
+        self.signal = signal
+
+    def set(self, value: Any = None) -> None:
+        self.value = value
+        self._finish()
+
+    def set_exception(self, exception: BaseException) -> None:
+        self.error = exception
+        self._finish()
+
+    def _finish(self) -> None:
+        if self.signal is None:
+            self.done = True
+            return
+        with self.signal:
+            self.done = True
+            self.signal.notify_all()
+
+
 class InFlight(NamedTuple):
-    """A request on its way: its reads, kazoo's async result and its estimated response bytes."""
+    """Requests on their way: their reads, kazoo's replies, their estimated response bytes and their number."""
 
     ops: list[Op]
-    result: Any
+    result: list[Reply]
     estimated_bytes: int
+    requests: int
+
+
+def _call_all(client: KazooClient, requests: list[Any], replies: list[Reply]) -> None:
+    """kazoo's ``_call`` for each request, with a single wake-up of its connection thread for all of them."""
+    if len(requests) == 1 or client.client_state != KeeperState.CONNECTED:
+        for request, reply in zip(requests, replies, strict=True):
+            client._call(request, reply)  # kazoo's own checks of the session state
+        return
+    client._queue.extend(zip(requests, replies, strict=True))
+    try:
+        client._connection._write_sock.sendall(b"\0" * len(requests))  # one byte per request, as ``_call`` writes
+    except Exception:  # closed meanwhile: kazoo fails whatever is queued, as ``_call`` does
+        for reply in replies:
+            if not reply.done:
+                reply.set_exception(ConnectionClosedError("Connection has been closed"))
 
 
 def _response_bytes(result: Any) -> int:
@@ -228,7 +293,9 @@ class TreeWalker:
     """Pipelined, stat-guided walk that yields Arrow record batches of snapshot rows.
 
     ``fingerprinter`` replaces secrets (a throw-away key when not given; none with ``copy_secrets``);
-    ``progress`` is called with the stats after every response.
+    ``progress`` is called with the stats after every response. The walk starts at ``roots`` (each recorded
+    and descended as the options say) and lists no children of the znodes in ``prune`` (still recorded):
+    that is how the workers of a parallel walk share a tree.
     """
 
     def __init__(
@@ -237,16 +304,21 @@ class TreeWalker:
         options: SnapshotOptions,
         fingerprinter: Fingerprinter | None = None,
         progress: Callable[[WalkStats], None] | None = None,
+        roots: Iterable[str] = ("/",),
+        prune: Iterable[str] = (),
     ) -> None:
         self.client = client
         self.options = options
+        self.roots = tuple(roots)
+        self.prune = frozenset(prune)
+        self._signal = threading.Condition(threading.Lock())
+        self._requests_in_flight = 0
         if options.copy_secrets:
             self.fingerprinter = None
         else:
             self.fingerprinter = fingerprinter or Fingerprinter(secrets.token_bytes(32))
         self.progress = progress
         self.stats = WalkStats()
-        self._request_timeout_error = client.handler.timeout_exception
         self._reads_in_flight = 0
         self._bytes_in_flight = 0
         self._answered_reads = 0
@@ -274,37 +346,65 @@ class TreeWalker:
         chroot = self.client.chroot or ""
         return chroot + path if path != "/" else (chroot or "/")
 
-    def _send(self, ops: list[Op], mode: str):
+    def _send(self, ops: list[Op], mode: str) -> list[Reply]:
+        """Send the reads: one multiRead, or one request per read; the replies, the last one awaitable."""
+        chroot = self.client.chroot or ""
+        root = chroot or "/"
         if ops[0][0] == "stat":
-            request: Any = Exists(self._full(ops[0][1]), None)
+            requests: list[Any] = [Exists(self._full(ops[0][1]), None)]
+        elif mode == "multi":
+            requests = [PathReads([(GET_DATA if kind == "data" else GET_CHILDREN, chroot + p if p != "/" else root)
+                                   for kind, p, _, _ in ops])]
         else:
-            chroot = self.client.chroot or ""
-            root = chroot or "/"
             requests = [
                 GetData(chroot + p if p != "/" else root, None) if kind == "data"
                 else GetChildren(chroot + p if p != "/" else root, None)
                 for kind, p, _, _ in ops
             ]
-            request = MultiRead(requests) if mode == "multi" else requests[0]
-        async_result = self.client.handler.async_result()
-        self.client._call(request, async_result)
-        self.stats.requests += 1
-        return async_result
+        replies = [Reply() for _ in range(len(requests) - 1)]
+        replies.append(Reply(self._signal))
+        _call_all(self.client, requests, replies)
+        self.stats.requests += len(requests)
+        return replies
 
-    def _receive(self, async_result, mode: str, kind: str = "data") -> list:
-        """The request's results, one per read; per-read errors (NoNode, NoAuth) as ``ReadError``."""
+    def _await(self, reply: Reply, timeout: float) -> None:
+        """Wait for ``reply`` (``OperationTimeoutError`` after ``timeout`` seconds)."""
+        if reply.done:
+            return
+        if reply.signal is not None:
+            with reply.signal:
+                if reply.signal.wait_for(lambda: reply.done, timeout):
+                    return
+        else:  # not expected: kazoo answers in order, and the group's last reply is awaited first
+            deadline = time.monotonic() + timeout
+            while not reply.done and time.monotonic() < deadline:
+                time.sleep(0.001)
+            if reply.done:
+                return
+        raise OperationTimeoutError(f"no response within {timeout:.0f}s")
+
+    def _receive(self, replies: list[Reply], mode: str, kind: str = "data") -> list:
+        """The results of the requests, one per read; per-read errors (NoNode, NoAuth) as ``ReadError``."""
         timeout = self.options.request_timeout_s
-        try:
-            result = async_result.get(timeout=timeout)
-        except (NoNodeError, NoAuthError) as exc:
-            return [None if kind == "stat" else ReadError(exc)]
-        except self._request_timeout_error:
-            raise OperationTimeoutError(f"no response within {timeout:.0f}s") from None
-        if mode == "multi" and kind != "stat":
-            self._answered_bytes += getattr(result, "response_bytes", 0)
-            return result
-        self._answered_bytes += _response_bytes(result)
-        return [result]
+        self._await(replies[-1], timeout)
+        results: list = []
+        answered = 0
+        for reply in replies:
+            if not reply.done:
+                self._await(reply, timeout)
+            error = reply.error
+            if error is not None:
+                if not isinstance(error, (NoNodeError, NoAuthError)):
+                    raise error
+                results.append(None if kind == "stat" else ReadError(error))
+            elif mode == "multi" and kind != "stat":
+                answered += getattr(reply.value, "response_bytes", 0)
+                results.extend(reply.value)
+            else:
+                answered += _response_bytes(reply.value)
+                results.append(reply.value)
+        self._answered_bytes += answered
+        return results
 
     def _bytes_per_read(self, op: Op) -> float:
         """The expected response size of a read: its siblings' largest data once one was read, a children
@@ -364,7 +464,7 @@ class TreeWalker:
         for request in lost:
             for op in request.ops:
                 (stat_pending if op[0] == "stat" else pending).append(op)
-        self._reads_in_flight = self._bytes_in_flight = 0
+        self._reads_in_flight = self._bytes_in_flight = self._requests_in_flight = 0
         self._blind_reads = [0] * len(self._blind_reads)  # nothing is in flight any more
         s = self.stats
         what = type(error).__name__
@@ -396,7 +496,8 @@ class TreeWalker:
         """Send requests while the caps allow (always one when nothing is in flight and pacing allows)."""
         opts = self.options
         rate = opts.reads_per_second
-        while (pending or stat_pending) and len(in_flight) < max_requests:
+        one_per_read = mode != "multi"
+        while (pending or stat_pending) and self._requests_in_flight < max_requests:
             now = time.monotonic()
             if rate and now < self._next_send_at:
                 return
@@ -413,10 +514,14 @@ class TreeWalker:
                 ops = [stat_pending.pop()]
             else:
                 count = min(batch_ops, len(pending), max(1, room_reads), max(1, int(room_bytes // per_read)))
+                if one_per_read:
+                    count = min(count, max(1, max_requests - self._requests_in_flight))
                 ops = [pending.pop() for _ in range(count)]
                 self._count_blind_reads(ops)
             estimate = int(len(ops) * per_read)
-            in_flight.append(InFlight(ops, self._send(ops, mode), estimate))
+            requests = len(ops) if one_per_read else 1
+            in_flight.append(InFlight(ops, self._send(ops, mode), estimate, requests))
+            self._requests_in_flight += requests
             self._reads_in_flight += len(ops)
             self._bytes_in_flight += estimate
             if rate:
@@ -442,13 +547,15 @@ class TreeWalker:
         opts = self.options
         mode = self.stats.mode = self.probe_mode()
         self._answered_bytes = 0  # the probe's response is not a read of the walk
-        batch_ops = opts.batch_ops if mode == "multi" else 1
+        # multiRead: batch_ops reads per request; single operations: sent and awaited in groups
+        batch_ops = opts.batch_ops if mode == "multi" else SINGLE_GROUP
         if opts.reads_per_second:  # about ten requests a second rather than one burst
             batch_ops = max(1, min(batch_ops, int(opts.reads_per_second / 10)))
         max_requests = opts.in_flight(mode)
         # Pending reads (kind, path, settled, payload). A settled znode lies in a subtree that is wanted
         # whole (the usual case: everything but /zookeeper), so its children need no filtering.
-        pending: deque[Op] = deque([("data", "/", opts.settled_below("/"), self._new_group())])
+        roots = self._new_group()
+        pending: deque[Op] = deque(("data", root, opts.settled_below(root), roots) for root in reversed(self.roots))
         stat_pending: deque[Op] = deque()  # exists of znodes whose data the auditor may not read
         in_flight: deque[InFlight] = deque()
         started = last_report = time.monotonic()
@@ -466,6 +573,7 @@ class TreeWalker:
                 in_flight.clear()
                 self._resume(exc, lost, pending, stat_pending)
                 continue
+            self._requests_in_flight -= request.requests
             self._reads_in_flight -= len(request.ops)
             self._bytes_in_flight -= request.estimated_bytes
             self._answered_reads += len(request.ops)
@@ -488,8 +596,12 @@ class TreeWalker:
 
     def _results(self, ops: list[Op], results: list, pending: deque[Op], stat_pending: deque[Op]) -> None:
         """Record the znodes of one response and queue the reads they lead to."""
-        opts = self.options
+        opts, prune = self.options, self.prune
         add_row, largest, group_flags = self._add_row, self._largest, self._group_flags
+        # rows that need no fingerprinting are buffered here directly (the usual case), the others by _add_row
+        scrubbing = self.fingerprinter is not None
+        add_path, add_data, add_stat = self._paths.append, self._data.append, self._stats.append
+        data_bytes = 0
         for (kind, path, settled, payload), result in zip(ops, results, strict=True):
             if isinstance(result, ReadError):
                 self._read_error(kind, path, settled, payload, result.error, stat_pending)
@@ -508,14 +620,25 @@ class TreeWalker:
                         pending.append(("data", child, opts.settled_below(child), siblings))
                 continue
             data, stat = result
-            if data and len(data) > largest[payload]:
-                largest[payload] = len(data)
+            if data:
+                size = len(data)
+                if size > largest[payload]:
+                    largest[payload] = size
             group_flags[payload] |= SIZE_SEEN
             wanted = settled or opts.wants(path)
-            if stat.numChildren > 0 and (settled or opts.descends(path)):
+            if stat.numChildren > 0 and (settled or opts.descends(path)) and path not in prune:
                 pending.append(("children", path, settled, (data, stat, wanted)))
-            elif wanted:
+            elif not wanted:
+                continue
+            elif scrubbing and data and path.startswith(SECRET_PATHS):
                 add_row(path, data, stat, None)
+            else:
+                add_path(path)
+                add_data(data)
+                add_stat(stat)
+                if data:
+                    data_bytes += size
+        self._buffered_bytes += data_bytes
 
     def _read_error(self, kind: str, path: str, settled: bool, payload: Any, error: Exception,
                     stat_pending: deque[Op]) -> None:
@@ -626,24 +749,32 @@ def write_snapshot(
     The Parquet files are written first and ``_MANIFEST.json`` last: a snapshot is complete or
     absent. On any failure (``SnapshotInterrupted`` when ZooKeeper stayed out of reach) the partial
     directory is removed and the error is raised. Secrets are fingerprinted with the warehouse's key
-    unless ``options.copy_secrets``. ``progress`` is called with the walk's stats after every response.
+    unless ``options.copy_secrets``. ``progress`` is called with the walk's stats after every response (in a
+    parallel walk, ``options.parallel_connections`` > 1: with the summed stats each time a worker finishes).
     """
     options = options or SnapshotOptions()
     validate_snapshot_id(snapshot_id)
     target = warehouse.snapshot_dir(snapshot_id)
-    if warehouse.exists(warehouse.manifest_path(snapshot_id)):
-        raise FileExistsError(f"snapshot {snapshot_id} already exists in {warehouse.root}; pick a new id")
-    warehouse.remove(target)  # leftovers of an earlier failed attempt
+    if not warehouse.claim_snapshot_dir(snapshot_id):
+        raise SnapshotIdTaken(f"snapshot {snapshot_id} exists or is being written in {warehouse.root}; "
+                              "pick a new id")
     fingerprinter = None if options.copy_secrets else Fingerprinter(warehouse_key(warehouse))
     started_at = datetime.now(UTC)
     started = time.monotonic()
     walker = TreeWalker(client, options, fingerprinter, progress)
     files: list[str] = []
+    workers: list[dict[str, Any]] = []
     try:
         sync_start = walker._with_retry(lambda: _sync_zxid(client, options.request_timeout_s))
         log.info("snapshot %s of %s as %s: sync zxid 0x%x", snapshot_id, settings.ensemble, settings.identity,
                  sync_start)
-        files = _write_parquet(warehouse, target, walker.batches(), options.file_rows)
+        if options.parallel_connections > 1:
+            from kafka_zk_audit.snapshot.parallel import walk_in_parallel  # it builds on this module
+
+            key = None if fingerprinter is None else warehouse_key(warehouse)
+            files, workers = walk_in_parallel(walker, settings, warehouse, target, key)
+        else:
+            files = _write_parquet(warehouse, target, walker.batches(), options.file_rows)
         sync_end = walker._with_retry(lambda: _sync_zxid(client, options.request_timeout_s))
     except BaseException:
         warehouse.remove(target)
@@ -679,6 +810,8 @@ def write_snapshot(
         "peak_rss_mb": round(stats.peak_rss_mb, 1),
         "options": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(options).items()},
         "files": files,
+        "workers": workers or [{"worker": 0, "znodes": stats.znodes, "reads": stats.reads,
+                                "seconds": round(elapsed, 3), "peak_rss_mb": round(stats.peak_rss_mb, 1)}],
     }
     try:
         warehouse.write_json(warehouse.manifest_path(snapshot_id), manifest)
@@ -694,35 +827,66 @@ def write_snapshot(
     return manifest
 
 
+class _PartFiles:
+    """Parquet files ``<prefix>-00000.parquet``… in one folder, a new one every ``file_rows`` rows."""
+
+    def __init__(self, fs: Any, folder: str, prefix: str, file_rows: int) -> None:
+        self.fs, self.folder, self.prefix, self.file_rows = fs, folder, prefix, file_rows
+        self.files: list[str] = []
+        self._writer: pq.ParquetWriter | None = None
+        self._handle: Any = None
+        self._rows = 0
+
+    def _open(self) -> pq.ParquetWriter:
+        name = f"{self.prefix}-{len(self.files):05d}.parquet"
+        self.files.append(name)
+        self._handle = self.fs.open(f"{self.folder}/{name}", "wb")
+        self._writer = pq.ParquetWriter(self._handle, ARROW_SCHEMA, compression="zstd")
+        self._rows = 0
+        return self._writer
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        writer = self._writer
+        if writer is None or self._rows >= self.file_rows:
+            self.close()
+            writer = self._open()
+        writer.write_batch(batch)
+        self._rows += batch.num_rows
+
+    def finish(self) -> None:
+        """An empty tree still yields an (empty) file, so that readers see the schema."""
+        if not self.files:
+            self._open()
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._handle.close()
+            self._writer = self._handle = None
+
+
 def _write_parquet(
-    warehouse: Warehouse, target: str, batches: Iterable[pa.RecordBatch], file_rows: int
+    warehouse: Warehouse, target: str, batches: Iterable[pa.RecordBatch], file_rows: int, prefix: str = "part"
 ) -> list[str]:
+    """Write the batches into ``target``; the names of the files written.
+
+    Each batch is encoded and compressed on a writer thread (Parquet does it without the GIL) while the
+    walk goes on reading; at most one batch waits to be written.
+    """
     fs = warehouse.fs
     fs_target = warehouse.fs_path(target)
     fs.makedirs(fs_target, exist_ok=True)
-    files: list[str] = []
-    writer: pq.ParquetWriter | None = None
-    handle = None
-    rows_in_file = 0
+    parts = _PartFiles(fs, fs_target, prefix, file_rows)
     try:
-        for batch in batches:
-            if writer is None or rows_in_file >= file_rows:
-                if writer is not None:
-                    writer.close()
-                    handle.close()
-                name = f"part-{len(files):05d}.parquet"
-                files.append(name)
-                handle = fs.open(f"{fs_target}/{name}", "wb")
-                writer = pq.ParquetWriter(handle, ARROW_SCHEMA, compression="zstd")
-                rows_in_file = 0
-            writer.write_batch(batch)
-            rows_in_file += batch.num_rows
-        if writer is None:  # an empty tree still yields a (empty) file so readers see the schema
-            files.append("part-00000.parquet")
-            with fs.open(f"{fs_target}/part-00000.parquet", "wb") as empty:
-                pq.write_table(ARROW_SCHEMA.empty_table(), empty)
+        with ThreadPoolExecutor(1, thread_name_prefix="snapshot-parquet") as pool:
+            writing: Future | None = None
+            for batch in batches:
+                if writing is not None:
+                    writing.result()
+                writing = pool.submit(parts.write, batch)
+            if writing is not None:
+                writing.result()
+        parts.finish()
     finally:
-        if writer is not None:
-            writer.close()
-            handle.close()
-    return files
+        parts.close()
+    return parts.files

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,7 +11,9 @@ from airflow.sdk import BaseOperator
 
 from kafka_zk_audit.airflow.hooks.zookeeper import ZooKeeperHook
 from kafka_zk_audit.contract.warehouse import Warehouse, default_warehouse, new_snapshot_id
-from kafka_zk_audit.snapshot.walker import SnapshotOptions, write_snapshot
+from kafka_zk_audit.snapshot.walker import SnapshotIdTaken, SnapshotOptions, write_snapshot
+
+ID_ATTEMPTS = 5  # snapshot ids are per second: runs of one cluster starting together take the next seconds
 
 
 class ZooKeeperSnapshotOperator(BaseOperator):
@@ -19,7 +22,8 @@ class ZooKeeperSnapshotOperator(BaseOperator):
     ``options`` is the whole ``SnapshotOptions``; the keyword arguments below override single fields of
     it (None keeps the default): how gently to read (``max_reads_in_flight``, ``max_bytes_in_flight``,
     ``reads_per_second``, ``batch_ops``), how long to try to resume after a fault (``max_reconnects``,
-    ``reconnect_timeout_s``) and whether to copy secrets instead of fingerprinting them (``copy_secrets``).
+    ``reconnect_timeout_s``), whether to copy secrets instead of fingerprinting them (``copy_secrets``) and over
+    how many connections to walk (``parallel_connections``).
     """
 
     template_fields: Sequence[str] = ("zk_conn_id", "warehouse", "snapshot_suffix", "cluster")
@@ -30,7 +34,8 @@ class ZooKeeperSnapshotOperator(BaseOperator):
                  max_reads_in_flight: int | None = None, max_bytes_in_flight: int | None = None,
                  reads_per_second: float | None = None, batch_ops: int | None = None,
                  max_reconnects: int | None = None, reconnect_timeout_s: float | None = None,
-                 copy_secrets: bool | None = None, **kwargs: Any) -> None:
+                 copy_secrets: bool | None = None, parallel_connections: int | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.zk_conn_id = zk_conn_id
         self.warehouse = warehouse
@@ -40,6 +45,7 @@ class ZooKeeperSnapshotOperator(BaseOperator):
             "max_reads_in_flight": max_reads_in_flight, "max_bytes_in_flight": max_bytes_in_flight,
             "reads_per_second": reads_per_second, "batch_ops": batch_ops, "max_reconnects": max_reconnects,
             "reconnect_timeout_s": reconnect_timeout_s, "copy_secrets": copy_secrets,
+            "parallel_connections": parallel_connections,
         }
         # Built here so that a bad value fails when the DAG is parsed, not when the task runs.
         self.options = dataclasses.replace(
@@ -49,14 +55,22 @@ class ZooKeeperSnapshotOperator(BaseOperator):
     def execute(self, context: Any) -> str:
         warehouse = Warehouse(self.warehouse or default_warehouse())
         suffix = "-".join(part for part in (self.cluster, self.snapshot_suffix) if part)
-        snapshot_id = new_snapshot_id(suffix=suffix)
         hook = ZooKeeperHook(zk_conn_id=self.zk_conn_id)
         settings = hook.get_settings()
-        self.log.info("snapshot %s of %s%s into %s", snapshot_id, settings.ensemble,
-                      f" (cluster {self.cluster})" if self.cluster else "", warehouse.root)
         try:
-            manifest = write_snapshot(hook.get_conn(), settings, warehouse, snapshot_id, self.options,
-                                      cluster=self.cluster)
+            for attempt in range(ID_ATTEMPTS):
+                snapshot_id = new_snapshot_id(suffix=suffix)
+                self.log.info("snapshot %s of %s%s into %s", snapshot_id, settings.ensemble,
+                              f" (cluster {self.cluster})" if self.cluster else "", warehouse.root)
+                try:
+                    manifest = write_snapshot(hook.get_conn(), settings, warehouse, snapshot_id, self.options,
+                                              cluster=self.cluster)
+                    break
+                except SnapshotIdTaken:  # another run of this cluster started in the same second
+                    if attempt == ID_ATTEMPTS - 1:
+                        raise
+                    self.log.info("snapshot id %s is taken by another run; taking the next second's", snapshot_id)
+                    time.sleep(1.0)
         finally:
             hook.close()
         context["ti"].xcom_push(key="manifest", value=manifest)
