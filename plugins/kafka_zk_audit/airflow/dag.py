@@ -122,6 +122,7 @@ def build_dag(settings_path: str | None = None) -> DAG:
             warehouse=WAREHOUSE,
             snapshot_suffix="{{ params.run_label or '' }}",
             max_active_tis_per_dagrun=cfg.fleet.max_parallel_snapshots,
+            map_index_template="{{ task.cluster }}",  # the UI and the task's log name the cluster
             **cfg.snapshot.model_dump(),
         ).expand_kwargs(targets)
         audit = AuditSparkSubmitOperator(
