@@ -168,3 +168,26 @@ def test_a_user_suite_on_a_table_the_snapshot_lacks_is_an_error_before_validatin
         configure_checkpoint(context, warehouse, SNAPSHOT_ID, suites=load_suites({}, folder))
     assert "partition_sizes.json runs on audit_partition_sizes" in str(raised.value)
     assert "audit_brokers" in str(raised.value)  # the tables there are
+
+
+def test_pandas_and_spark_validations_agree(audited, tmp_path, monkeypatch):
+    """Small audit tables are validated with pandas (no Spark session in the gate), larger ones with Spark:
+    both give the same results, row by row."""
+    from kafka_zk_audit.gate import context as gate_context
+
+    warehouse, _ = audited
+    folder = user_suites(tmp_path / "suites", "error")
+    with_pandas, pandas_verdict = run_gate(warehouse, folder)
+    config = with_pandas["validation_results"][0]["expectations"][0]["kwargs"]
+    monkeypatch.setattr(gate_context, "PANDAS_MAX_BYTES", 0)  # every table is "large"
+    with_spark, spark_verdict = run_gate(warehouse, folder)
+    assert config["batch_id"] == with_spark["validation_results"][0]["expectations"][0]["kwargs"]["batch_id"]
+    assert pandas_verdict == spark_verdict
+
+    def outcomes(result: dict[str, Any]) -> list[tuple[Any, ...]]:
+        return [(e["expectation_type"], e["kwargs"].get("column"), e["success"],
+                 e["result"].get("observed_value"), e["result"].get("unexpected_count") or 0,
+                 json.dumps(e["result"].get("unexpected_index_list"), sort_keys=True))
+                for v in result["validation_results"] for e in v["expectations"]]
+
+    assert outcomes(with_pandas) == outcomes(with_spark)

@@ -9,12 +9,14 @@ checks. It also writes ``runs/<id>/audit.json`` (counts, baseline, new/resolved)
 
 from __future__ import annotations
 
+import json
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -40,6 +42,28 @@ SUPPRESSED_HISTORY = "suppressed_findings"
 def audit_table_name(entity: str) -> str:
     return f"audit_{entity}"
 
+
+class PhaseClock:
+    """Wall seconds and Spark jobs per phase of one audit, logged at INFO as one ``profile {json}`` line
+    (``bench/profile_audit.py`` reads it)."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._tracker = spark.sparkContext.statusTracker()
+        self.phases: dict[str, dict[str, float]] = {}
+
+    def _jobs(self) -> int:
+        return len(self._tracker.getJobIdsForGroup())
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        jobs, started = self._jobs(), time.monotonic()
+        try:
+            yield
+        finally:
+            self.phases[name] = {"seconds": round(time.monotonic() - started, 3), "jobs": self._jobs() - jobs}
+
+    def log(self, snapshot_id: str) -> None:
+        log.info("profile %s", json.dumps({"snapshot_id": snapshot_id, "phases": self.phases}))
 
 
 SMALL_SNAPSHOT_ZNODES = 200_000
@@ -76,56 +100,79 @@ def load_previous(
     return previous_id, tables, findings
 
 
+def parquet_rows(warehouse: Warehouse, directory: str) -> int:
+    """The rows of a Parquet table the job wrote, from its files' footers (no Spark job)."""
+    import pyarrow.parquet as pq
+
+    fs = warehouse.fs
+    total = 0
+    for path in fs.ls(warehouse.fs_path(directory), detail=False):
+        name = path.rstrip("/").rsplit("/", 1)[-1]
+        if name.endswith(".parquet") and not name.startswith(("_", ".")):
+            with fs.open(path, "rb") as handle:
+                total += pq.ParquetFile(handle).metadata.num_rows
+    return total
+
+
 def run_audit(spark: SparkSession, warehouse: Warehouse, snapshot_id: str, config_path: str | None,
               reread_tables: bool = True) -> dict[str, Any]:
     """Audit one snapshot; returns the figures written to ``runs/<id>/audit.json``.
 
     ``reread_tables=False`` runs the checks on the normalizer's frames instead of the written tables
-    (the benchmark's baseline; same results, slower planning).
+    (the benchmark's baseline; same results, slower planning). Every phase's wall time and Spark jobs
+    are logged (``PhaseClock``).
     """
     started = time.monotonic()
-    manifest = read_manifest(warehouse, snapshot_id)
-    cfg = load_config(config_path).for_cluster(manifest.get("cluster") or "")
-    now_ms = int(datetime.fromisoformat(manifest["started_at"]).timestamp() * 1000)
-    small = size_spark_to(spark, int(manifest["znodes"]))
-
-    snapshot = spark.read.schema(SNAPSHOT).parquet(warehouse.snapshot_dir(snapshot_id))
-    tables = normalize(snapshot)
-    previous_id, previous_tables, previous_findings = load_previous(spark, warehouse, snapshot_id)
+    clock = PhaseClock(spark)
+    with clock.phase("plan"):
+        manifest = read_manifest(warehouse, snapshot_id)
+        cfg = load_config(config_path).for_cluster(manifest.get("cluster") or "")
+        now_ms = int(datetime.fromisoformat(manifest["started_at"]).timestamp() * 1000)
+        small = size_spark_to(spark, int(manifest["znodes"]))
+        snapshot = spark.read.schema(SNAPSHOT).parquet(warehouse.snapshot_dir(snapshot_id))
+        tables = normalize(snapshot)
+        previous_id, previous_tables, previous_findings = load_previous(spark, warehouse, snapshot_id)
     log.info("auditing snapshot %s (%s znodes); baseline: %s", snapshot_id, manifest["znodes"],
              previous_id or "none (first snapshot)")
 
-    for name, df in tables.items():
-        (df.coalesce(1) if small else df).write.mode("overwrite").parquet(warehouse.table_dir(name, snapshot_id))
-    # The checks read the written tables back: their plans start at a few Parquet files instead of
-    # the whole normalizer lineage, which makes planning and running them several times faster.
-    if reread_tables:
-        tables.release()
-        tables = {name: _read_table(spark, warehouse, name, snapshot_id) for name in TABLES}
-    row_counts = {name: df.count() for name, df in tables.items()}
+    with clock.phase("read+normalize+write"):
+        for name, df in tables.items():
+            (df.coalesce(1) if small else df).write.mode("overwrite").parquet(warehouse.table_dir(name, snapshot_id))
+    with clock.phase("reread+count"):
+        # The checks read the written tables back: their plans start at a few Parquet files instead of
+        # the whole normalizer lineage, which makes planning and running them several times faster.
+        if reread_tables:
+            tables.release()
+            tables = {name: _read_table(spark, warehouse, name, snapshot_id) for name in TABLES}
+        row_counts = {name: parquet_rows(warehouse, warehouse.table_dir(name, snapshot_id)) for name in TABLES}
     log.info("normalized tables written: %s", ", ".join(f"{k}={v}" for k, v in row_counts.items()))
-    drift_row(spark, tables, manifest, previous_id).coalesce(1).write.mode("overwrite").parquet(
-        warehouse.table_dir(DRIFT_TABLE, snapshot_id)
-    )
+    with clock.phase("drift"):
+        drift_row(spark, tables, manifest, previous_id, row_counts).coalesce(1).write.mode("overwrite").parquet(
+            warehouse.table_dir(DRIFT_TABLE, snapshot_id)
+        )
 
-    # The checks run once: their rows are cached for the findings' history join and counts.
-    raw = run_checks(tables, previous_tables or None, cfg, now_ms).persist(StorageLevel.MEMORY_AND_DISK)
-    log.info("checks ran: %d raw rows", raw.count())
-    finalized = finalize_findings(raw, snapshot_id, previous_findings, cfg)
-    findings, stats = finalized.findings, finalized.stats
-    raw.unpersist()
+    with clock.phase("checks+findings"):
+        # The checks run once, when the findings' history join first needs their rows.
+        raw = run_checks(tables, previous_tables or None, cfg, now_ms)
+        finalized = finalize_findings(raw, snapshot_id, previous_findings, cfg)
+        findings, stats = finalized.findings, finalized.stats
 
-    for entity, df in build_audit_tables(tables, findings).items():
-        conform_for_gate(df).write.mode("overwrite").parquet(warehouse.table_dir(audit_table_name(entity), snapshot_id))
+    with clock.phase("audit tables"):
+        for entity, df in build_audit_tables(tables, findings).items():
+            (conform_for_gate(df).coalesce(1) if small else conform_for_gate(df)).write.mode("overwrite").parquet(
+                warehouse.table_dir(audit_table_name(entity), snapshot_id)
+            )
 
-    finalized.suppressed.coalesce(1).write.mode("overwrite").parquet(
-        warehouse.table_dir(SUPPRESSED_HISTORY, snapshot_id)
-    )
-    findings.coalesce(1).write.mode("overwrite").parquet(warehouse.findings_dir(snapshot_id))
-    counts = {row["check_id"]: row["n"] for row in findings.groupBy("check_id").agg(F.count("*").alias("n")).collect()}
-    by_severity = {
-        row["severity"]: row["n"] for row in findings.groupBy("severity").agg(F.count("*").alias("n")).collect()
-    }
+    with clock.phase("findings write"):
+        finalized.suppressed.coalesce(1).write.mode("overwrite").parquet(
+            warehouse.table_dir(SUPPRESSED_HISTORY, snapshot_id)
+        )
+        findings.coalesce(1).write.mode("overwrite").parquet(warehouse.findings_dir(snapshot_id))
+        counts: dict[str, int] = {}
+        by_severity: dict[str, int] = {}
+        for row in findings.groupBy("check_id", "severity").agg(F.count("*").alias("n")).collect():
+            counts[row["check_id"]] = counts.get(row["check_id"], 0) + row["n"]
+            by_severity[row["severity"]] = by_severity.get(row["severity"], 0) + row["n"]
     result = {
         "snapshot_id": snapshot_id,
         "baseline_snapshot_id": previous_id,
@@ -143,6 +190,7 @@ def run_audit(spark: SparkSession, warehouse: Warehouse, snapshot_id: str, confi
     finalized.unpersist()
     if not reread_tables:
         tables.release()
+    clock.log(snapshot_id)
     log.info("findings: %d (%d new, %d resolved) in %.1fs; per check: %s", result["findings"],
              result["new_findings"], result["resolved_findings"], result["seconds"],
              {k: v for k, v in result["checks"].items() if v})
@@ -173,7 +221,10 @@ def main(argv: list[str] | None = None) -> int:
     if not snapshot_ids:
         log.error("no snapshot to audit: every snapshot task of the run failed (see their logs)")
         return 2
+    main_started = time.time()
     spark = get_spark(f"kafka-zk-audit {','.join(snapshot_ids)}"[:200])
+    log.info("profile %s", json.dumps({"main_started": main_started,
+                                       "session_seconds": round(time.time() - main_started, 3)}))
     failed = []
     try:
         for snapshot_id in snapshot_ids:

@@ -7,6 +7,10 @@ are listed with the entity's identifying columns, so the Data Docs show which to
 group or znode fails. Users add expectations to those suites, or suites of their own on any audit
 table (``suites``). Every loaded suite is validated over its audit table and shown in the Data Docs;
 the verdict (``verdict``) fails only on failed expectations of a gating severity.
+
+The audit job writes small audit tables as one Parquet file each: the gate then validates them with
+GX's pandas datasource, so it starts no Spark session (its cost grows with rows, not with a JVM). Tables
+in several files, larger than ``PANDAS_MAX_BYTES`` or in a remote warehouse are validated with Spark.
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ from kafka_zk_audit.gate.suites import LoadedSuite, SuiteFileError, load_suites
 DATASOURCE = "kafka_zk_audit_warehouse"
 CHECKPOINT = "kafka_zk_audit_gate"
 DOCS_SITE = "kafka_zk_audit_docs"
+# Audit tables up to this size, each in one Parquet file of a local warehouse, are validated with pandas:
+# no Spark session in the gate. Larger (or remote) ones with Spark.
+PANDAS_MAX_BYTES = 64 * 1024 * 1024
 
 
 def local_context_root(warehouse: Warehouse) -> tuple[Path, bool]:
@@ -171,6 +178,40 @@ class ParameterizedCheckpoint:
                                                                                 or {})})
 
 
+def pandas_batch_files(warehouse: Warehouse,
+                       planned: Sequence[PlannedValidation]) -> dict[tuple[str, str], str] | None:
+    """(audit table, snapshot) -> its Parquet file relative to ``<warehouse>/tables`` when every planned table is
+    one small file of a local warehouse (the audit job writes small tables so), else None: validate with Spark."""
+    if "://" in warehouse.root and not warehouse.root.startswith("file://"):
+        return None
+    files: dict[tuple[str, str], str] = {}
+    for item in planned:
+        key = (item.loaded.audit_table, item.snapshot_id)
+        if key in files:
+            continue
+        directory = warehouse.table_dir(*key)
+        parts = [entry for entry in warehouse.fs.ls(warehouse.fs_path(directory), detail=True)
+                 if entry["name"].endswith(".parquet") and not entry["name"].rsplit("/", 1)[-1].startswith(("_", "."))]
+        if len(parts) != 1 or parts[0]["size"] > PANDAS_MAX_BYTES:
+            return None
+        files[key] = f"{key[0]}/snapshot_id={key[1]}/{parts[0]['name'].rsplit('/', 1)[-1]}"
+    return files
+
+
+def warehouse_datasource(context: Any, warehouse: Warehouse, use_pandas: bool) -> Any:
+    """The context's datasource over ``<warehouse>/tables``: pandas or Spark (replacing one of the other kind)."""
+    base_directory = f"{warehouse.root}/tables"
+    wanted = "pandas_filesystem" if use_pandas else "spark_filesystem"
+    existing = context.data_sources.all().get(DATASOURCE)
+    if existing is not None and existing.type != wanted:
+        context.data_sources.delete(DATASOURCE)
+    if use_pandas:
+        return context.data_sources.add_or_update_pandas_filesystem(
+            DATASOURCE, base_directory=base_directory.removeprefix("file://")
+        )
+    return context.data_sources.add_or_update_spark_filesystem(DATASOURCE, base_directory=base_directory)
+
+
 def configure_checkpoint(context: Any, warehouse: Warehouse, snapshot_id: str | Sequence[str],
                          severity_overrides: dict[str, str] | None = None,
                          suites_dir: str | Path | None = None,
@@ -186,9 +227,8 @@ def configure_checkpoint(context: Any, warehouse: Warehouse, snapshot_id: str | 
             suites = load_suites(severity_overrides, suites_dir)
         planned = plan_validations(warehouse, snapshot_id, suites)
     forget_previous_run(context)
-    datasource = context.data_sources.add_or_update_spark_filesystem(
-        DATASOURCE, base_directory=f"{warehouse.root}/tables"
-    )
+    files = pandas_batch_files(warehouse, planned)
+    datasource = warehouse_datasource(context, warehouse, use_pandas=files is not None)
     for asset in list(datasource.assets):
         datasource.delete_asset(asset.name)
     batches: dict[tuple[str, str], Any] = {}
@@ -199,10 +239,15 @@ def configure_checkpoint(context: Any, warehouse: Warehouse, snapshot_id: str | 
         table, key = item.loaded.audit_table, (item.loaded.audit_table, item.snapshot_id)
         if key not in batches:
             asset_name = f"{table} {item.cluster}" if item.cluster else table
-            asset = datasource.add_directory_parquet_asset(
-                asset_name, data_directory=f"{table}/snapshot_id={item.snapshot_id}"
-            )
-            batches[key] = asset.add_batch_definition_whole_directory(f"snapshot {item.snapshot_id}")
+            batch_name = f"snapshot {item.snapshot_id}"
+            if files is not None:
+                asset = datasource.add_parquet_asset(asset_name, dtype_backend="numpy_nullable")
+                batches[key] = asset.add_batch_definition_path(batch_name, path=files[key])
+            else:
+                asset = datasource.add_directory_parquet_asset(
+                    asset_name, data_directory=f"{table}/snapshot_id={item.snapshot_id}"
+                )
+                batches[key] = asset.add_batch_definition_whole_directory(batch_name)
         if item.loaded.name not in stored_suites:
             stored_suites[item.loaded.name] = context.suites.add_or_update(item.loaded.suite)
         name = f"{item.cluster} {item.loaded.name} {item.snapshot_id}" if item.cluster else \
