@@ -1,4 +1,4 @@
-"""A real Spark standalone cluster (one master, one worker) on 127.0.0.1, from the pyspark install."""
+"""A real Spark standalone cluster (one master, one or more workers) on 127.0.0.1, from the pyspark install."""
 
 from __future__ import annotations
 
@@ -46,22 +46,27 @@ def _stop(process: subprocess.Popen) -> None:
 
 
 @contextmanager
-def standalone_cluster(work_dir: Path, cores: int = 2, memory: str = "2g") -> Iterator[str]:
-    """Yield the master URL ``spark://127.0.0.1:<port>`` of a running master with one registered worker."""
+def standalone_cluster(work_dir: Path, cores: int = 2, memory: str = "2g", workers: int = 1) -> Iterator[str]:
+    """Yield the master URL ``spark://127.0.0.1:<port>`` of a running master with ``workers`` registered
+    workers of ``cores`` cores each."""
     work_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     master_url = f"spark://127.0.0.1:{port}"
     master = _start(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
                      "--webui-port", str(free_port())], work_dir / "master.log")
-    worker = None
+    started: list[subprocess.Popen] = []
     try:
         _wait_for(work_dir / "master.log", "I have been elected leader", master)
-        worker = _start(["org.apache.spark.deploy.worker.Worker", master_url, "--host", "127.0.0.1",
-                         "--cores", str(cores), "--memory", memory, "--webui-port", str(free_port()),
-                         "--work-dir", str(work_dir / "work")], work_dir / "worker.log")
-        _wait_for(work_dir / "worker.log", "Successfully registered with master", worker)
+        for index in range(workers):
+            name = "worker" if index == 0 else f"worker{index + 1}"
+            worker = _start(["org.apache.spark.deploy.worker.Worker", master_url, "--host", "127.0.0.1",
+                             "--cores", str(cores), "--memory", memory, "--webui-port", str(free_port()),
+                             "--work-dir", str(work_dir / name / "work" if index else work_dir / "work")],
+                            work_dir / f"{name}.log")
+            started.append(worker)
+            _wait_for(work_dir / f"{name}.log", "Successfully registered with master", worker)
         yield master_url
     finally:
-        if worker is not None:
+        for worker in reversed(started):
             _stop(worker)
         _stop(master)

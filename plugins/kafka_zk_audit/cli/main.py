@@ -1,14 +1,21 @@
-"""``kafka-zk-audit``: run the audit DAG once against any ensemble, without a scheduler.
+"""``kafka-zk-audit``: run the audit DAG once against any ensemble, without a scheduler, or one stage of it.
 
     kafka-zk-audit run --zk HOST:PORT[,HOST:PORT…][/chroot] [--warehouse DIR] [--config FILE]
     kafka-zk-audit run --conn-id ID [--warehouse DIR] [--config FILE]
     kafka-zk-audit run --zk eu=HOST:PORT/kafka --zk us=HOST:PORT/kafka --conn-id dr=zookeeper_dr   (a fleet)
     kafka-zk-audit run --config fleet.yaml                  (the clusters listed in the settings)
 
+One stage at a time, without Airflow (``stages``):
+
+    kafka-zk-audit snapshot --zk [NAME=]HOST:PORT[/chroot] | --conn-id ID [--warehouse DIR] [--config FILE]
+    kafka-zk-audit audit --snapshot-id ID [--warehouse DIR] [--config FILE] [--spark-master local[*]]
+    kafka-zk-audit reaudit [--cluster NAME ...] [--since 2026-11-01|7d] [--until ...] [--warehouse DIR]
+                           [--config FILE] [--spark-master local[*]] [--json]
+
 Credentials come only from the Airflow connection or ``KAFKA_ZK_AUDIT_ZK_AUTH=digest:USER:PASSWORD``,
 never from argv. Exit codes:
 
-    0  the gate passed (for every cluster of the run)
+    0  the gate passed (for every cluster of the run); ``snapshot``, ``audit``, ``reaudit``: done
     1  the gate failed (for at least one cluster; the summary says which checks found what)
     2  usage, settings or connection error, found before any DAG run starts
     3  the audit could not complete (for at least one cluster): no summary, or a gate without a verdict
@@ -23,6 +30,8 @@ import sys
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from kafka_zk_audit.cli.stages import add_parsers as add_stage_parsers
 
 if TYPE_CHECKING:
     from kafka_zk_audit.contract.warehouse import Warehouse
@@ -48,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
         "--spark-conn-id", default="spark_default", help="Spark connection (default spark_default, local[*])"
     )
     run.add_argument("-v", "--verbose", action="store_true", help="stream the Airflow run's log to stderr")
+    add_stage_parsers(sub)
     return parser
 
 
@@ -240,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     if args.command == "run":
         return run(args)
-    return EXIT_USAGE
+    return args.handler(args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,358 @@
+"""Stored history re-audited: every check over every stored snapshot of a cluster, in one Spark app.
+
+A reaudit reads ``<warehouse>/snapshots/`` only and writes only under ``<warehouse>/reaudits/<reaudit_id>/``::
+
+    findings/snapshot_id=<id>/               the findings of each snapshot (the live findings' schema)
+    suppressed_findings/snapshot_id=<id>/    their suppressed history (the same schema, status ``suppressed``)
+    timeline/                                one row per snapshot, check and severity: its number of findings
+    timeline.html                            checks × snapshots, standalone
+    reaudit.json                             what was reaudited, each snapshot's baseline and counts
+
+Snapshots run oldest first through the live audit's own functions (``normalize``, ``run_checks``,
+``finalize_findings``). The history checks and the findings' status of snapshot k compare with the
+snapshot of the same cluster that ``choose_baseline`` picks among those this reaudit has done: the
+previous one. The live findings, tables and baselines are never read nor written. The normalized
+tables are written to ``tables/`` of the reaudit and read back for the checks, as the live audit does,
+and removed at the end. A snapshot that cannot be reaudited is logged and skipped; the next one of its
+cluster compares with the last one that could.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import re
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from kafka_zk_audit.audit.checks import run_checks
+from kafka_zk_audit.audit.findings import finalize_findings
+from kafka_zk_audit.audit.job import HISTORY_TABLES, size_spark_to
+from kafka_zk_audit.audit.normalize import normalize
+from kafka_zk_audit.contract.catalogue import BY_ID, CHECK_IDS
+from kafka_zk_audit.contract.schemas import FINDINGS, SNAPSHOT, TABLES
+from kafka_zk_audit.contract.settings import AuditConfig, load_config, parse_duration
+from kafka_zk_audit.contract.warehouse import Warehouse, choose_baseline, ensemble_identity
+
+log = logging.getLogger(__name__)
+
+REAUDITS = "reaudits"
+SUPPRESSED_HISTORY = "suppressed_findings"
+TIMELINE = StructType([
+    StructField("snapshot_id", StringType()), StructField("cluster", StringType()),
+    StructField("started_at", StringType()), StructField("check_id", StringType()),
+    StructField("severity", StringType()), StructField("count", LongType()),
+])
+REAUDIT_ID_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
+SEVERITY_ORDER = ("critical", "error", "warning", "info")
+
+
+# -- which snapshots -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StoredSnapshot:
+    """A complete snapshot of the warehouse: its id and manifest."""
+
+    snapshot_id: str
+    manifest: Mapping[str, Any]
+
+    @property
+    def cluster(self) -> str:
+        return cluster_label(self.manifest)
+
+    @property
+    def started_at(self) -> datetime:
+        return _aware(datetime.fromisoformat(str(self.manifest["started_at"])))
+
+
+def cluster_label(manifest: Mapping[str, Any]) -> str:
+    """The cluster of a snapshot as the timeline names it: its fleet name, else its ensemble and chroot
+    (what ``ensemble_identity`` groups by, so two unnamed ensembles never share a row)."""
+    name = manifest.get("cluster")
+    if name and name != "default":
+        return str(name)
+    return ensemble_identity(manifest) or str(name or "unknown")
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def parse_moment(value: str, now: datetime | None = None) -> datetime:
+    """``2026-11-01`` / ``2026-11-01T06:00:00Z`` (UTC when no zone is given), or a duration before now (``7d``)."""
+    text = value.strip()
+    try:
+        return _aware(datetime.fromisoformat(text.replace("Z", "+00:00")))
+    except ValueError:
+        pass
+    try:
+        return (now or datetime.now(UTC)) - parse_duration(text, "since/until", "the command line")
+    except ValueError:
+        raise ValueError(f"{value!r} is neither a date (2026-11-01, 2026-11-01T06:00:00Z) nor a duration "
+                         "before now (90m, 12h, 7d)") from None
+
+
+def new_reaudit_id(now: datetime | None = None) -> str:
+    """``YYYYMMDDTHHMMSSZ-<8 hex>``: ids sort in time order and two reaudits never share one."""
+    stamp = (now or datetime.now(UTC)).astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{uuid.uuid4().hex[:8]}"
+
+
+def reaudit_dir(warehouse: Warehouse, reaudit_id: str) -> str:
+    if not REAUDIT_ID_RE.match(reaudit_id):
+        raise ValueError(f"reaudit id {reaudit_id!r} may hold letters, digits, '_', '.' and '-' only")
+    return f"{warehouse.root}/{REAUDITS}/{reaudit_id}"
+
+
+def has_raw_data(warehouse: Warehouse, snapshot_id: str, manifest: Mapping[str, Any]) -> bool:
+    """True when every Parquet file the manifest lists is still there."""
+    files = manifest.get("files") or []
+    return bool(files) and all(warehouse.exists(f"{warehouse.snapshot_dir(snapshot_id)}/{f}") for f in files)
+
+
+def select_snapshots(
+    warehouse: Warehouse,
+    clusters: Sequence[str] = (),
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> list[StoredSnapshot]:
+    """The complete snapshots with their data, of the given clusters (fleet name or ensemble identity;
+    all when none), started in [since, until], oldest first."""
+    wanted = set(clusters)
+    chosen = []
+    for snapshot_id in warehouse.complete_snapshots():
+        manifest = warehouse.read_json(warehouse.manifest_path(snapshot_id))
+        snapshot = StoredSnapshot(snapshot_id, manifest)
+        if wanted and not wanted & {snapshot.cluster, str(manifest.get("cluster"))}:
+            continue
+        if (since and snapshot.started_at < since) or (until and snapshot.started_at > until):
+            continue
+        if not has_raw_data(warehouse, snapshot_id, manifest):
+            log.warning("snapshot %s has lost data files (retention?): not reaudited", snapshot_id)
+            continue
+        chosen.append(snapshot)
+    return sorted(chosen, key=lambda s: (s.started_at, s.snapshot_id))
+
+
+# -- one snapshot -------------------------------------------------------------------------------
+def _read_table(spark: SparkSession, work: Warehouse, table: str, snapshot_id: str) -> DataFrame:
+    return spark.read.schema(TABLES[table]).parquet(work.table_dir(table, snapshot_id))
+
+
+def _previous(spark: SparkSession, work: Warehouse, baseline_id: str | None) -> tuple[dict, DataFrame | None]:
+    """The baseline's history tables and its findings with its suppressed history, from this reaudit."""
+    if baseline_id is None:
+        return {}, None
+    tables = {name: _read_table(spark, work, name, baseline_id) for name in HISTORY_TABLES}
+    findings = spark.read.schema(FINDINGS).parquet(work.findings_dir(baseline_id)).unionByName(
+        spark.read.schema(FINDINGS).parquet(work.table_dir(SUPPRESSED_HISTORY, baseline_id))
+    )
+    return tables, findings
+
+
+def timeline_rows(snapshot: StoredSnapshot, counts: Mapping[tuple[str, str], int],
+                  config: AuditConfig) -> list[dict[str, Any]]:
+    """One row per check and severity of a snapshot's findings; a check without any has one row with
+    count 0 at its configured severity, so that every snapshot has every check."""
+    rows = []
+    for check_id in CHECK_IDS:
+        found = {severity: n for (check, severity), n in counts.items() if check == check_id and n}
+        for severity, n in sorted(found.items()) or [(config.severity_of(check_id), 0)]:
+            rows.append({"snapshot_id": snapshot.snapshot_id, "cluster": snapshot.cluster,
+                         "started_at": snapshot.started_at.isoformat(), "check_id": check_id,
+                         "severity": severity, "count": int(n)})
+    return rows
+
+
+def reaudit_snapshot(spark: SparkSession, warehouse: Warehouse, work: Warehouse, snapshot: StoredSnapshot,
+                     baseline_id: str | None, config_path: str | None) -> dict[str, Any]:
+    """Re-run every check on one stored snapshot; its findings go to the reaudit (``work``). Returns its
+    figures, with ``timeline`` rows."""
+    started = time.monotonic()
+    sid, manifest = snapshot.snapshot_id, snapshot.manifest
+    cfg = load_config(config_path).for_cluster(manifest.get("cluster") or "")
+    now_ms = int(snapshot.started_at.timestamp() * 1000)
+    small = size_spark_to(spark, int(manifest.get("znodes") or 0))
+
+    normalized = normalize(spark.read.schema(SNAPSHOT).parquet(warehouse.snapshot_dir(sid)))
+    try:
+        for name, df in normalized.items():
+            (df.coalesce(1) if small else df).write.mode("overwrite").parquet(work.table_dir(name, sid))
+    finally:
+        normalized.release()
+    tables = {name: _read_table(spark, work, name, sid) for name in TABLES}
+    previous_tables, previous_findings = _previous(spark, work, baseline_id)
+
+    raw = run_checks(tables, previous_tables or None, cfg, now_ms).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        finalized = finalize_findings(raw, sid, previous_findings, cfg)
+    finally:
+        raw.unpersist()
+    try:
+        finalized.suppressed.coalesce(1).write.mode("overwrite").parquet(work.table_dir(SUPPRESSED_HISTORY, sid))
+        finalized.findings.coalesce(1).write.mode("overwrite").parquet(work.findings_dir(sid))
+        counts = {(row["check_id"], row["severity"]): int(row["n"]) for row in
+                  finalized.findings.groupBy("check_id", "severity").agg(F.count(F.lit(1)).alias("n")).collect()}
+    finally:
+        finalized.unpersist()
+    stats = finalized.stats
+    result = {
+        "snapshot_id": sid,
+        "cluster": snapshot.cluster,
+        "started_at": snapshot.started_at.isoformat(),
+        "baseline_snapshot_id": baseline_id,
+        "znodes": int(manifest.get("znodes") or 0),
+        "findings": sum(counts.values()),
+        "new_findings": int(stats["new"]),
+        "resolved_findings": int(stats["resolved"]),
+        "suppressed_findings": int(stats.get("suppressed", 0)),
+        "explained_findings": int(stats.get("explained", 0)),
+        "checks": {check_id: n for check_id in CHECK_IDS
+                   if (n := sum(v for (c, _), v in counts.items() if c == check_id))},
+        "seconds": round(time.monotonic() - started, 2),
+        "timeline": timeline_rows(snapshot, counts, cfg),
+    }
+    log.info("reaudited %s (%s znodes, baseline %s): %d findings, %d new, %d resolved in %.1fs", sid,
+             result["znodes"], baseline_id or "none", result["findings"], result["new_findings"],
+             result["resolved_findings"], result["seconds"])
+    return result
+
+
+# -- the whole reaudit --------------------------------------------------------------------------
+def run_reaudit(spark: SparkSession, warehouse: Warehouse, reaudit_id: str, snapshots: Iterable[StoredSnapshot],
+                config_path: str | None) -> dict[str, Any]:
+    """Reaudit the snapshots (oldest first), write the timeline, its page and ``reaudit.json``; returns the latter."""
+    started = time.monotonic()
+    root = reaudit_dir(warehouse, reaudit_id)
+    work = Warehouse(root)
+    done: list[tuple[str, Mapping[str, Any]]] = []
+    results, failed = [], []
+    for snapshot in sorted(snapshots, key=lambda s: (s.started_at, s.snapshot_id)):
+        baseline_id = choose_baseline(snapshot.snapshot_id, snapshot.manifest, done)
+        try:
+            results.append(reaudit_snapshot(spark, warehouse, work, snapshot, baseline_id, config_path))
+            done.append((snapshot.snapshot_id, snapshot.manifest))
+        except Exception as exc:  # bad data in one snapshot never stops the others
+            log.exception("the reaudit of snapshot %s failed; going on with the others", snapshot.snapshot_id)
+            failed.append({"snapshot_id": snapshot.snapshot_id, "cluster": snapshot.cluster,
+                           "error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:400]})
+    timeline = [row for result in results for row in result.pop("timeline")]
+    spark.createDataFrame(timeline, TIMELINE).coalesce(1).write.mode("overwrite").parquet(f"{root}/timeline")
+    for name in TABLES:  # the normalized tables served the checks only
+        work.remove(work.table_dir(name))
+    seconds = round(time.monotonic() - started, 2)
+    znodes = sum(r["znodes"] for r in results)
+    summary = {
+        "reaudit_id": reaudit_id,
+        "warehouse": warehouse.root,
+        "path": root,
+        "clusters": sorted({r["cluster"] for r in results}),
+        "snapshots": results,
+        "failed": failed,
+        "znodes": znodes,
+        "seconds": seconds,
+        "snapshots_per_second": round(len(results) / seconds, 3) if seconds else None,
+        "znodes_per_second": round(znodes / seconds, 1) if seconds else None,
+        "timeline": f"{root}/timeline",
+        "page": f"{root}/timeline.html",
+    }
+    with work.fs.open(work.fs_path(summary["page"]), "w") as page:
+        page.write(timeline_page(summary, timeline))
+    work.write_json(f"{root}/reaudit.json", summary)
+    return summary
+
+
+def _rank(severity: str) -> int:
+    return SEVERITY_ORDER.index(severity) if severity in SEVERITY_ORDER else len(SEVERITY_ORDER)
+
+
+def timeline_page(summary: Mapping[str, Any], timeline: Sequence[Mapping[str, Any]]) -> str:
+    """A standalone HTML page: per cluster, checks × snapshots with the number of findings."""
+    esc = html.escape
+    parts = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        f"<title>kafka-zk-audit reaudit {esc(summary['reaudit_id'])}</title><style>",
+        "body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;font-size:13px}",
+        "th,td{border:1px solid #ccc;padding:3px 6px;text-align:right}th.check,td.check{text-align:left}",
+        "td.zero{color:#bbb}td.critical{background:#f4a6a6}td.error{background:#f8c9a0}",
+        "td.warning{background:#fbe7a1}td.info{background:#d8e8f8}</style></head><body>",
+        f"<h1>Reaudit {esc(summary['reaudit_id'])}</h1>",
+        f"<p>{len(summary['snapshots'])} snapshot(s) of {esc(summary['warehouse'])} reaudited in "
+        f"{summary['seconds']} s; {len(summary['failed'])} could not be.</p>",
+    ]
+    by_snapshot = {r["snapshot_id"]: r for r in summary["snapshots"]}
+    for cluster in summary["clusters"]:
+        snapshots = [r for r in summary["snapshots"] if r["cluster"] == cluster]
+        counts: dict[tuple[str, str], int] = {}
+        worst: dict[tuple[str, str], str] = {}
+        for row in timeline:
+            if row["cluster"] == cluster and row["count"]:
+                key = (row["check_id"], row["snapshot_id"])
+                counts[key] = counts.get(key, 0) + row["count"]
+                if key not in worst or _rank(row["severity"]) < _rank(worst[key]):
+                    worst[key] = row["severity"]
+        parts.append(f"<h2>{esc(cluster)}</h2><table><tr><th class='check'>check</th>")
+        parts += [f"<th title='{esc(r['snapshot_id'])}'>{esc(r['started_at'][:19].replace('T', ' '))}</th>"
+                  for r in snapshots]
+        parts.append("</tr>")
+        for label, key in (("findings", "findings"), ("new", "new_findings"), ("resolved", "resolved_findings")):
+            parts.append(f"<tr><th class='check'>{label}</th>"
+                         + "".join(f"<th>{by_snapshot[r['snapshot_id']][key]}</th>" for r in snapshots) + "</tr>")
+        for check_id in CHECK_IDS:
+            cells = []
+            for r in snapshots:
+                n = counts.get((check_id, r["snapshot_id"]), 0)
+                css = worst.get((check_id, r["snapshot_id"]), "zero") if n else "zero"
+                cells.append(f"<td class='{css}'>{n}</td>")
+            parts.append(f"<tr><td class='check' title='{esc(BY_ID[check_id].meaning)}'>{esc(check_id)}</td>"
+                         + "".join(cells) + "</tr>")
+        parts.append("</table>")
+    if summary["failed"]:
+        parts.append("<h2>Not reaudited</h2><ul>")
+        parts += [f"<li>{esc(f['snapshot_id'])}: {esc(f['error'])}</li>" for f in summary["failed"]]
+        parts.append("</ul>")
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """spark-submit entry: ``--warehouse W --reaudit-id ID [--cluster NAME ...] [--since T] [--until T]
+    [--config FILE]``. Exit 0 when every chosen snapshot was reaudited, 1 when any failed, 2 when none
+    was chosen."""
+    import argparse
+
+    from kafka_zk_audit.audit.session import get_spark
+
+    parser = argparse.ArgumentParser(description="kafka-zk-audit: reaudit the stored snapshots of a warehouse")
+    parser.add_argument("--warehouse", required=True)
+    parser.add_argument("--reaudit-id", default=None, help="default: a new one (YYYYMMDDTHHMMSSZ-<hex>)")
+    parser.add_argument("--cluster", action="append", default=[], help="fleet name or ensemble; repeatable")
+    parser.add_argument("--since", default=None, help="started at or after (date, time or duration before now)")
+    parser.add_argument("--until", default=None, help="started at or before (date, time or duration before now)")
+    parser.add_argument("--config", default=None, help="audit settings file (default: packaged defaults)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    warehouse = Warehouse(args.warehouse)
+    snapshots = select_snapshots(warehouse, args.cluster, args.since and parse_moment(args.since),
+                                 args.until and parse_moment(args.until))
+    if not snapshots:
+        log.error("no stored snapshot of %s matches", warehouse.root)
+        return 2
+    reaudit_id = args.reaudit_id or new_reaudit_id()
+    spark = get_spark(f"kafka-zk-audit reaudit {reaudit_id}")
+    try:
+        summary = run_reaudit(spark, warehouse, reaudit_id, snapshots, args.config or None)
+    finally:
+        spark.stop()
+    log.info("reaudit %s: %d snapshot(s) in %.1fs (%.2f snapshots/s, %.0f znodes/s); %d failed; %s",
+             reaudit_id, len(summary["snapshots"]), summary["seconds"], summary["snapshots_per_second"] or 0,
+             summary["znodes_per_second"] or 0, len(summary["failed"]), summary["page"])
+    return 1 if summary["failed"] else 0

@@ -1,0 +1,311 @@
+"""``kafka-zk-audit snapshot | audit | reaudit``: one stage at a time, without Airflow.
+
+``snapshot`` walks one ensemble into the warehouse and prints its manifest; ``audit`` runs the packaged
+Spark app on one stored snapshot and prints its ``audit.json``; ``reaudit`` re-runs every check over the
+stored snapshots in one Spark app (``kafka_zk_audit.audit.reaudit``) and prints what it found. JSON goes
+to stdout, progress and Spark's log to stderr. Exit codes as for ``run``: 0 done, 2 usage, settings or
+connection error (before anything starts), 3 could not complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, unquote
+
+from kafka_zk_audit.contract.settings import AuditConfig, SettingsError, load_config
+from kafka_zk_audit.contract.warehouse import Warehouse, default_warehouse, new_snapshot_id, validate_snapshot_id
+
+EXIT_DONE, EXIT_USAGE, EXIT_INCOMPLETE = 0, 2, 3
+ID_ATTEMPTS = 5  # snapshot ids are per second: a second snapshot of the cluster in the same second takes the next
+AUDIT_APP, REAUDIT_APP = "audit_snapshot.py", "reaudit_snapshots.py"
+PROGRESS_EVERY_S = 5.0
+
+
+def _say(message: str) -> None:
+    print(f"kafka-zk-audit: {message}", file=sys.stderr)
+
+
+def _fail(code: int, message: str) -> int:
+    _say(message)
+    return code
+
+
+def spark_app(name: str) -> str:
+    """A spark-submit entry shipped in the package (``spark_apps/<name>`` in the repo)."""
+    return str(resources.files("kafka_zk_audit.spark_apps").joinpath(name))
+
+
+def _settings_file(config: str | None) -> tuple[AuditConfig | None, str | None, str | None]:
+    """(settings, the path to hand to Spark, the problem): local paths absolute, URLs as given."""
+    try:
+        cfg = load_config(config)
+    except SettingsError as exc:
+        return None, None, str(exc)
+    if not config:
+        return cfg, None, None
+    return cfg, config if "://" in config else str(Path(config).resolve()), None
+
+
+# -- ZooKeeper connection settings ---------------------------------------------------------------
+def _connection_from_uri(uri: str) -> dict[str, Any]:
+    """An Airflow connection URI (``zookeeper://[login:password@]host:port[,host:port]/schema?extra``)."""
+    scheme, _, rest = uri.partition("://")
+    rest, _, query = rest.partition("?")
+    netloc, _, schema = rest.partition("/")
+    login = password = None
+    if "@" in netloc:
+        userinfo, netloc = netloc.rsplit("@", 1)
+        login, _, password = (unquote(part) for part in userinfo.partition(":"))
+    params = dict(parse_qsl(query, keep_blank_values=True))
+    extra = json.loads(params["__extra__"]) if "__extra__" in params else params
+    return {"conn_type": scheme.replace("-", "_"), "host": unquote(netloc), "schema": unquote(schema) or None,
+            "login": login or None, "password": password or None, "extra": extra}
+
+
+def airflow_connection(conn_id: str) -> dict[str, Any] | None:
+    """The fields of an Airflow connection: from ``AIRFLOW_CONN_<ID>`` (JSON or URI), else from
+    ``airflow connections get`` (the metadata DB or secrets backend); None when there is none."""
+    value = os.environ.get(f"AIRFLOW_CONN_{conn_id.upper()}")
+    if value:
+        return json.loads(value) if value.lstrip().startswith("{") else _connection_from_uri(value.strip())
+    from kafka_zk_audit.cli.runner import airflow_env
+
+    airflow = Path(sys.executable).parent / "airflow"
+    if not airflow.exists():
+        return None
+    proc = subprocess.run([str(airflow), "connections", "get", conn_id, "-o", "json"], env=airflow_env(),
+                          capture_output=True, text=True)  # the password stays in this process's memory
+    if proc.returncode:
+        return None
+    try:
+        found = json.loads(proc.stdout[proc.stdout.find("["):] if "[" in proc.stdout else proc.stdout)
+    except ValueError:
+        return None
+    found = found[0] if isinstance(found, list) and found else found
+    if not isinstance(found, dict):
+        return None
+    found["extra"] = found.get("extra_dejson") or found.get("extra") or {}
+    return found
+
+
+def zookeeper_settings(args: argparse.Namespace) -> tuple[Any, str, str | None]:
+    """(ZkSettings, cluster name, problem) for ``--zk`` or ``--conn-id``; reachable or the problem says why."""
+    from kafka_zk_audit.cli.main import _check_reachable, _named
+    from kafka_zk_audit.snapshot.connection import (
+        ZkSettings,
+        auth_from_env,
+        settings_from_connection,
+        split_hosts_and_chroot,
+    )
+
+    name, target = _named(args.zk or args.conn_id)
+    cluster = name or "default"
+    try:
+        if args.zk:
+            hosts, chroot = split_hosts_and_chroot(target)
+            if not hosts or any(":" not in h for h in hosts.split(",")):
+                return None, cluster, f"--zk must be [NAME=]HOST:PORT[,HOST:PORT...][/chroot], not {args.zk!r}"
+            settings = ZkSettings(hosts=hosts, chroot=chroot, auth=auth_from_env())
+        else:
+            conn = airflow_connection(target)
+            if conn is None:
+                return None, cluster, (f"no Airflow connection {target!r} (set AIRFLOW_CONN_{target.upper()} or "
+                                       "add it to Airflow)")
+            extra = conn.get("extra") or {}
+            extra = json.loads(extra) if isinstance(extra, str) and extra.strip() else extra or {}
+            settings = settings_from_connection(conn.get("host"), conn.get("port"), conn.get("schema"),
+                                                conn.get("login"), conn.get("password"), extra)
+    except ValueError as exc:
+        return None, cluster, str(exc)
+    problem = _check_reachable(settings)
+    return settings, cluster, f"{problem}; check the address and that the ensemble is up" if problem else None
+
+
+# -- snapshot --------------------------------------------------------------------------------------
+def snapshot(args: argparse.Namespace) -> int:
+    """Take one snapshot and print its manifest."""
+    import logging
+
+    from kazoo.client import KazooClient
+
+    from kafka_zk_audit.snapshot.walker import SnapshotIdTaken, SnapshotOptions, write_snapshot
+
+    cfg, _, problem = _settings_file(args.config)
+    if problem:
+        return _fail(EXIT_USAGE, problem)
+    settings, cluster, problem = zookeeper_settings(args)
+    if problem:
+        return _fail(EXIT_USAGE, problem)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
+    warehouse = Warehouse(args.warehouse or default_warehouse())
+    options = dataclasses.replace(SnapshotOptions(), **cfg.snapshot.model_dump())
+    last = [time.monotonic()]
+
+    def progress(stats: Any) -> None:
+        if time.monotonic() - last[0] >= PROGRESS_EVERY_S:
+            last[0] = time.monotonic()
+            _say(f"... {stats.znodes:,} znodes read")
+
+    client = KazooClient(**settings.kazoo_kwargs())
+    try:
+        client.start(timeout=settings.timeout)
+    except Exception as exc:
+        client.close()
+        return _fail(EXIT_USAGE, f"cannot reach ZooKeeper at {settings.ensemble}: {exc or type(exc).__name__}")
+    try:
+        for attempt in range(ID_ATTEMPTS):
+            snapshot_id = new_snapshot_id(suffix=cluster)
+            _say(f"snapshot {snapshot_id} of {settings.ensemble} as {settings.identity} into {warehouse.root}")
+            try:
+                manifest = write_snapshot(client, settings, warehouse, snapshot_id, options, progress, cluster=cluster)
+                break
+            except SnapshotIdTaken:
+                if attempt == ID_ATTEMPTS - 1:
+                    raise
+                time.sleep(1.0)
+    except Exception as exc:
+        return _fail(EXIT_INCOMPLETE, f"the snapshot could not complete: {type(exc).__name__}: {exc}")
+    finally:
+        client.stop()
+        client.close()
+    print(json.dumps(manifest, indent=2))
+    return EXIT_DONE
+
+
+# -- Spark apps ------------------------------------------------------------------------------------
+def spark_submit(app: str, app_args: list[str], master: str) -> int:
+    """spark-submit a packaged app on ``master``; its output goes to stderr. Returns its exit code."""
+    from kafka_zk_audit.audit.session import is_local
+
+    binary = Path(sys.executable).parent / "spark-submit"
+    command = str(binary) if binary.exists() else shutil.which("spark-submit")
+    if command is None:
+        raise FileNotFoundError("spark-submit is neither next to this Python nor on the PATH")
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    if is_local(master):
+        env["SPARK_LOCAL_IP"] = "127.0.0.1"
+    cmd = [command, "--master", master, "--conf", "spark.ui.enabled=false", app, *app_args]
+    _say(f"spark-submit --master {master} {Path(app).name} {' '.join(app_args)}")
+    with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            sys.stderr.write(line)
+        return proc.wait()
+
+
+def audit(args: argparse.Namespace) -> int:
+    """Run the audit Spark app on one stored snapshot and print its audit.json."""
+    _, config, problem = _settings_file(args.config)
+    if problem:
+        return _fail(EXIT_USAGE, problem)
+    warehouse = Warehouse(args.warehouse or default_warehouse())
+    try:
+        validate_snapshot_id(args.snapshot_id)
+    except ValueError as exc:
+        return _fail(EXIT_USAGE, str(exc))
+    if not warehouse.exists(warehouse.manifest_path(args.snapshot_id)):
+        return _fail(EXIT_USAGE, f"snapshot {args.snapshot_id} has no manifest in {warehouse.root}: it is "
+                                 "incomplete or absent")
+    app_args = ["--warehouse", warehouse.root, "--snapshot-ids", args.snapshot_id, *(["--config", config] if config
+                                                                                      else [])]
+    code = spark_submit(spark_app(AUDIT_APP), app_args, args.spark_master)
+    result = f"{warehouse.run_dir(args.snapshot_id)}/audit.json"
+    if code or not warehouse.exists(result):
+        return _fail(EXIT_INCOMPLETE, f"the audit could not complete (spark-submit exit {code}); see its log above")
+    print(json.dumps(warehouse.read_json(result), indent=2))
+    return EXIT_DONE
+
+
+def format_reaudit(summary: dict[str, Any]) -> str:
+    """A few lines per cluster: each snapshot's counts, and the checks that found something when."""
+    lines = [f"reaudit {summary['reaudit_id']}: {len(summary['snapshots'])} snapshot(s), {summary['znodes']:,} "
+             f"znodes in {summary['seconds']} s ({summary['snapshots_per_second']} snapshots/s, "
+             f"{summary['znodes_per_second']} znodes/s)"]
+    for cluster in summary["clusters"]:
+        lines.append(f"cluster {cluster}:")
+        for snap in (s for s in summary["snapshots"] if s["cluster"] == cluster):
+            checks = ", ".join(f"{c}: {n}" for c, n in snap["checks"].items()) or "no finding"
+            lines.append(f"  {snap['snapshot_id']}: {snap['findings']} finding(s), {snap['new_findings']} new, "
+                         f"{snap['resolved_findings']} resolved; {checks}")
+    lines += [f"NOT reaudited {f['snapshot_id']}: {f['error']}" for f in summary["failed"]]
+    lines += [f"timeline: {summary['timeline']}", f"page: {summary['page']}",
+              f"reaudit: {summary['path']}/reaudit.json"]
+    return "\n".join(lines)
+
+
+def reaudit(args: argparse.Namespace) -> int:
+    """Re-run every check over the stored snapshots in one Spark app; print the summary."""
+    from kafka_zk_audit.audit.reaudit import new_reaudit_id, parse_moment, reaudit_dir, select_snapshots
+
+    _, config, problem = _settings_file(args.config)
+    if problem:
+        return _fail(EXIT_USAGE, problem)
+    try:
+        since = parse_moment(args.since) if args.since else None
+        until = parse_moment(args.until) if args.until else None
+    except ValueError as exc:
+        return _fail(EXIT_USAGE, f"--since/--until: {exc}")
+    warehouse = Warehouse(args.warehouse or default_warehouse())
+    chosen = select_snapshots(warehouse, args.cluster, since, until)
+    if not chosen:
+        return _fail(EXIT_USAGE, f"no stored snapshot in {warehouse.root} matches"
+                                 f"{' clusters ' + ', '.join(args.cluster) if args.cluster else ''}"
+                                 f"{' since ' + since.isoformat() if since else ''}"
+                                 f"{' until ' + until.isoformat() if until else ''}")
+    reaudit_id = new_reaudit_id()
+    _say(f"reaudit {reaudit_id} of {len(chosen)} snapshot(s) of {', '.join(sorted({s.cluster for s in chosen}))}")
+    app_args = ["--warehouse", warehouse.root, "--reaudit-id", reaudit_id]
+    app_args += [arg for cluster in args.cluster for arg in ("--cluster", cluster)]
+    app_args += ["--since", since.isoformat()] if since else []
+    app_args += ["--until", until.isoformat()] if until else []
+    app_args += ["--config", config] if config else []
+    code = spark_submit(spark_app(REAUDIT_APP), app_args, args.spark_master)
+    path = f"{reaudit_dir(warehouse, reaudit_id)}/reaudit.json"
+    if not warehouse.exists(path):
+        return _fail(EXIT_INCOMPLETE, f"the reaudit could not complete (spark-submit exit {code}); see its log above")
+    summary = warehouse.read_json(path)
+    print(json.dumps(summary, indent=2) if args.json else format_reaudit(summary))
+    if code or summary["failed"]:
+        return _fail(EXIT_INCOMPLETE, f"{len(summary['failed'])} snapshot(s) could not be reaudited "
+                                      f"(spark-submit exit {code})")
+    return EXIT_DONE
+
+
+def add_parsers(sub: Any) -> None:
+    """The ``snapshot``, ``audit`` and ``reaudit`` subcommands."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--warehouse", default=None,
+                        help="warehouse path or URL (default $KAFKA_ZK_AUDIT_WAREHOUSE or ./warehouse)")
+    common.add_argument("--config", default=None, help="audit settings file (default: packaged defaults)")
+    spark = argparse.ArgumentParser(add_help=False)
+    spark.add_argument("--spark-master", default="local[*]", help="Spark master (default local[*])")
+
+    snap = sub.add_parser("snapshot", parents=[common], help="take one snapshot and print its manifest (JSON)")
+    target = snap.add_mutually_exclusive_group(required=True)
+    target.add_argument("--zk", help="[NAME=]HOST:PORT[,HOST:PORT...][/chroot] of the ensemble")
+    target.add_argument("--conn-id", help="[NAME=]ID of an Airflow connection (conn_type zookeeper)")
+    snap.set_defaults(handler=snapshot)
+
+    one = sub.add_parser("audit", parents=[common, spark],
+                         help="run the audit Spark app on one stored snapshot and print its audit.json")
+    one.add_argument("--snapshot-id", required=True)
+    one.set_defaults(handler=audit)
+
+    again = sub.add_parser("reaudit", parents=[common, spark],
+                           help="re-run every check over the stored snapshots, into <warehouse>/reaudits/<id>/")
+    again.add_argument("--cluster", action="append", default=[],
+                       help="a cluster's fleet name or ensemble (HOST:PORT/chroot); repeatable; default: all")
+    again.add_argument("--since", default=None, help="snapshots started at or after: 2026-11-01[T06:00:00Z] or 7d")
+    again.add_argument("--until", default=None, help="snapshots started at or before: a date, a time or a duration")
+    again.add_argument("--json", action="store_true", help="print reaudit.json instead of the summary")
+    again.set_defaults(handler=reaudit)
