@@ -38,11 +38,7 @@ SPARK_APP = REPO / "spark_apps" / "audit_snapshot.py"
 
 def snapshot_cluster(server: ZooKeeperServer, name: str, topics: int, partitions: int, warehouse: Warehouse) -> str:
     """Write a simulated cluster under /<name> and snapshot it; returns the snapshot id."""
-    admin = KazooClient(hosts=server.hosts)
-    admin.start(timeout=15)
-    admin.ensure_path(f"/{name}")
-    admin.stop()
-    admin.close()
+    server.ensure_chroot(f"/{name}")
     spec = ClusterSpec(era="3.x", brokers=30, racks=3, topics=topics, partitions=partitions, replication_factor=3,
                        groups=10, consumers_per_group=2, threads_per_consumer=2, seed=1)
     sim = Simulator(hosts=f"{server.hosts}/{name}")

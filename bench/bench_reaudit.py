@@ -39,11 +39,7 @@ CLUSTER = "bench"
 def store_snapshots(server: ZooKeeperServer, warehouse: Warehouse, count: int, topics: int, partitions: int) -> int:
     """Write the cluster and take ``count`` snapshots of it, time passing between them; returns znodes each."""
     chroot = "/bench"
-    admin = KazooClient(hosts=server.hosts)
-    admin.start(timeout=15)
-    admin.ensure_path(chroot)
-    admin.stop()
-    admin.close()
+    server.ensure_chroot(chroot)
     spec = ClusterSpec(era="3.x", brokers=30, racks=3, topics=topics, partitions=partitions, replication_factor=3,
                        groups=10, consumers_per_group=2, threads_per_consumer=2, seed=1)
     sim = Simulator(hosts=server.hosts + chroot)

@@ -30,11 +30,7 @@ def zk_chroot(zk_server: ZooKeeperServer, request: pytest.FixtureRequest) -> str
     """A fresh chroot (e.g. ``/t007_test_name``) so tests sharing the server never see each other."""
     name = re.sub(r"[^A-Za-z0-9_]", "_", request.node.name)[:60]
     chroot = f"/t{next(_chroot_counter):03d}_{name}"
-    with_root = KazooClient(hosts=zk_server.hosts)
-    with_root.start(timeout=15)
-    with_root.ensure_path(chroot)
-    with_root.stop()
-    with_root.close()
+    zk_server.ensure_chroot(chroot)
     return chroot
 
 

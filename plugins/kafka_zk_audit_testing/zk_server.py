@@ -73,6 +73,19 @@ class ZooKeeperServer:
     def hosts(self) -> str:
         return f"{self.host}:{self.port}"
 
+    def ensure_chroot(self, chroot: str) -> str:
+        """Create ``chroot`` (and its parents) if missing; returns the connect string rooted there."""
+        from kazoo.client import KazooClient
+
+        admin = KazooClient(hosts=self.hosts)
+        admin.start(timeout=15)
+        try:
+            admin.ensure_path(chroot)
+        finally:
+            admin.stop()
+            admin.close()
+        return self.hosts + chroot
+
     @property
     def pid_file(self) -> Path:
         return self.data_dir / "zookeeper.pid"

@@ -74,11 +74,7 @@ def history(zk_server, spark, tmp_path_factory):
     """Three stored snapshots: healthy; two problems planted; fixed and time passed. The first one is audited
     live (in process), then the cluster's history is reaudited with ``kafka-zk-audit reaudit`` on local[2]."""
     chroot = "/reaudit_history"
-    root = KazooClient(hosts=zk_server.hosts)
-    root.start(timeout=15)
-    root.ensure_path(chroot)
-    root.stop()
-    root.close()
+    zk_server.ensure_chroot(chroot)
     path = tmp_path_factory.mktemp("reaudit") / "wh"
     warehouse = Warehouse(str(path))
     sim = Simulator(hosts=zk_server.hosts + chroot)

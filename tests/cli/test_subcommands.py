@@ -39,11 +39,7 @@ def tree_paths(client: KazooClient, path: str = "/") -> set[str]:
 def snapshot_and_audit(zk_server, tmp_path_factory):
     """One simulated cluster with one planted problem, snapshotted and audited through the command line."""
     chroot = "/cli_subcommands"
-    root = KazooClient(hosts=zk_server.hosts)
-    root.start(timeout=15)
-    root.ensure_path(chroot)
-    root.stop()
-    root.close()
+    zk_server.ensure_chroot(chroot)
     warehouse = tmp_path_factory.mktemp("subcommands") / "wh"
     sim = Simulator(hosts=zk_server.hosts + chroot)
     try:

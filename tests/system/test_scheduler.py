@@ -23,7 +23,6 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from kazoo.client import KazooClient
 
 from kafka_zk_audit.cli.runner import airflow_env, ensure_metadata_db
 from kafka_zk_audit.contract.lock import warehouse_lock
@@ -107,11 +106,7 @@ def scheduled(zk_server, tmp_path_factory) -> Iterator[Scheduled]:
                                               "extra": {"timeout": 3}})
     ensure_metadata_db(env)
 
-    admin = KazooClient(hosts=zk_server.hosts)
-    admin.start(timeout=15)
-    admin.ensure_path("/sched_live")
-    admin.stop()
-    admin.close()
+    zk_server.ensure_chroot("/sched_live")
     sim = Simulator(hosts=f"{zk_server.hosts}/sched_live")  # holds the brokers' and controller's sessions
     sim.write(SPEC)
 
