@@ -80,24 +80,30 @@ def size_spark_to(spark: SparkSession, znodes: int) -> bool:
     return small
 
 
-def _read_table(spark: SparkSession, warehouse: Warehouse, table: str, snapshot_id: str) -> DataFrame:
+def read_table(spark: SparkSession, warehouse: Warehouse, table: str, snapshot_id: str) -> DataFrame:
+    """A normalized table of a snapshot, as written (with its contract schema)."""
     return spark.read.schema(TABLES[table]).parquet(warehouse.table_dir(table, snapshot_id))
+
+
+def load_baseline(spark: SparkSession, warehouse: Warehouse, baseline_id: str | None) -> tuple[dict, DataFrame | None]:
+    """A baseline's history tables and its findings with its suppressed history ({} and None without one)."""
+    if baseline_id is None:
+        return {}, None
+    tables = {name: read_table(spark, warehouse, name, baseline_id) for name in HISTORY_TABLES}
+    findings = spark.read.schema(FINDINGS).parquet(warehouse.findings_dir(baseline_id))
+    suppressed_dir = warehouse.table_dir(SUPPRESSED_HISTORY, baseline_id)
+    if warehouse.exists(f"{suppressed_dir}/_SUCCESS"):
+        findings = findings.unionByName(spark.read.schema(FINDINGS).parquet(suppressed_dir))
+    return tables, findings
 
 
 def load_previous(
     spark: SparkSession, warehouse: Warehouse, snapshot_id: str
 ) -> tuple[str | None, dict, DataFrame | None]:
     """The previous audited snapshot of the same ensemble and chroot (see ``Warehouse.previous_audited``):
-    its id, its history tables and its findings with its suppressed history (or None, {}, None)."""
+    its id and :func:`load_baseline` of it (or None, {}, None)."""
     previous_id = warehouse.previous_audited(snapshot_id)
-    if previous_id is None:
-        return None, {}, None
-    tables = {name: _read_table(spark, warehouse, name, previous_id) for name in HISTORY_TABLES}
-    findings = spark.read.schema(FINDINGS).parquet(warehouse.findings_dir(previous_id))
-    suppressed_dir = warehouse.table_dir(SUPPRESSED_HISTORY, previous_id)
-    if warehouse.exists(f"{suppressed_dir}/_SUCCESS"):
-        findings = findings.unionByName(spark.read.schema(FINDINGS).parquet(suppressed_dir))
-    return previous_id, tables, findings
+    return (previous_id, *load_baseline(spark, warehouse, previous_id))
 
 
 def parquet_rows(warehouse: Warehouse, directory: str) -> int:
@@ -143,7 +149,7 @@ def run_audit(spark: SparkSession, warehouse: Warehouse, snapshot_id: str, confi
         # the whole normalizer lineage, which makes planning and running them several times faster.
         if reread_tables:
             tables.release()
-            tables = {name: _read_table(spark, warehouse, name, snapshot_id) for name in TABLES}
+            tables = {name: read_table(spark, warehouse, name, snapshot_id) for name in TABLES}
         row_counts = {name: parquet_rows(warehouse, warehouse.table_dir(name, snapshot_id)) for name in TABLES}
     log.info("normalized tables written: %s", ", ".join(f"{k}={v}" for k, v in row_counts.items()))
     with clock.phase("drift"):

@@ -30,23 +30,22 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from kafka_zk_audit.audit.checks import run_checks
 from kafka_zk_audit.audit.findings import finalize_findings
-from kafka_zk_audit.audit.job import HISTORY_TABLES, size_spark_to
+from kafka_zk_audit.audit.job import SUPPRESSED_HISTORY, load_baseline, read_table, size_spark_to
 from kafka_zk_audit.audit.normalize import normalize
 from kafka_zk_audit.contract.catalogue import BY_ID, CHECK_IDS
-from kafka_zk_audit.contract.schemas import FINDINGS, SNAPSHOT, TABLES
+from kafka_zk_audit.contract.schemas import SNAPSHOT, TABLES
 from kafka_zk_audit.contract.settings import AuditConfig, load_config, parse_duration
 from kafka_zk_audit.contract.warehouse import Warehouse, choose_baseline, ensemble_identity
 
 log = logging.getLogger(__name__)
 
 REAUDITS = "reaudits"
-SUPPRESSED_HISTORY = "suppressed_findings"
 TIMELINE = StructType([
     StructField("snapshot_id", StringType()), StructField("cluster", StringType()),
     StructField("started_at", StringType()), StructField("check_id", StringType()),
@@ -143,21 +142,6 @@ def select_snapshots(
 
 
 # -- one snapshot -------------------------------------------------------------------------------
-def _read_table(spark: SparkSession, work: Warehouse, table: str, snapshot_id: str) -> DataFrame:
-    return spark.read.schema(TABLES[table]).parquet(work.table_dir(table, snapshot_id))
-
-
-def _previous(spark: SparkSession, work: Warehouse, baseline_id: str | None) -> tuple[dict, DataFrame | None]:
-    """The baseline's history tables and its findings with its suppressed history, from this reaudit."""
-    if baseline_id is None:
-        return {}, None
-    tables = {name: _read_table(spark, work, name, baseline_id) for name in HISTORY_TABLES}
-    findings = spark.read.schema(FINDINGS).parquet(work.findings_dir(baseline_id)).unionByName(
-        spark.read.schema(FINDINGS).parquet(work.table_dir(SUPPRESSED_HISTORY, baseline_id))
-    )
-    return tables, findings
-
-
 def timeline_rows(snapshot: StoredSnapshot, counts: Mapping[tuple[str, str], int],
                   config: AuditConfig) -> list[dict[str, Any]]:
     """One row per check and severity of a snapshot's findings; a check without any has one row with
@@ -188,8 +172,8 @@ def reaudit_snapshot(spark: SparkSession, warehouse: Warehouse, work: Warehouse,
             (df.coalesce(1) if small else df).write.mode("overwrite").parquet(work.table_dir(name, sid))
     finally:
         normalized.release()
-    tables = {name: _read_table(spark, work, name, sid) for name in TABLES}
-    previous_tables, previous_findings = _previous(spark, work, baseline_id)
+    tables = {name: read_table(spark, work, name, sid) for name in TABLES}
+    previous_tables, previous_findings = load_baseline(spark, work, baseline_id)  # from this reaudit
 
     raw = run_checks(tables, previous_tables or None, cfg, now_ms).persist(StorageLevel.MEMORY_AND_DISK)
     try:

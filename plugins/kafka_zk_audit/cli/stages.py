@@ -23,10 +23,9 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote
 
 from kafka_zk_audit.contract.settings import AuditConfig, SettingsError, load_config
-from kafka_zk_audit.contract.warehouse import Warehouse, default_warehouse, new_snapshot_id, validate_snapshot_id
+from kafka_zk_audit.contract.warehouse import Warehouse, default_warehouse, validate_snapshot_id
 
 EXIT_DONE, EXIT_USAGE, EXIT_INCOMPLETE = 0, 2, 3
-ID_ATTEMPTS = 5  # snapshot ids are per second: a second snapshot of the cluster in the same second takes the next
 AUDIT_APP, REAUDIT_APP = "audit_snapshot.py", "reaudit_snapshots.py"
 PROGRESS_EVERY_S = 5.0
 
@@ -138,7 +137,7 @@ def snapshot(args: argparse.Namespace) -> int:
 
     from kazoo.client import KazooClient
 
-    from kafka_zk_audit.snapshot.walker import SnapshotIdTaken, SnapshotOptions, write_snapshot
+    from kafka_zk_audit.snapshot.walker import SnapshotOptions, write_new_snapshot
 
     cfg, _, problem = _settings_file(args.config)
     if problem:
@@ -162,17 +161,9 @@ def snapshot(args: argparse.Namespace) -> int:
     except Exception as exc:
         client.close()
         return _fail(EXIT_USAGE, f"cannot reach ZooKeeper at {settings.ensemble}: {exc or type(exc).__name__}")
+    _say(f"snapshot of {settings.ensemble} as {settings.identity} into {warehouse.root}")
     try:
-        for attempt in range(ID_ATTEMPTS):
-            snapshot_id = new_snapshot_id(suffix=cluster)
-            _say(f"snapshot {snapshot_id} of {settings.ensemble} as {settings.identity} into {warehouse.root}")
-            try:
-                manifest = write_snapshot(client, settings, warehouse, snapshot_id, options, progress, cluster=cluster)
-                break
-            except SnapshotIdTaken:
-                if attempt == ID_ATTEMPTS - 1:
-                    raise
-                time.sleep(1.0)
+        manifest = write_new_snapshot(client, settings, warehouse, cluster, options, progress, cluster=cluster)
     except Exception as exc:
         return _fail(EXIT_INCOMPLETE, f"the snapshot could not complete: {type(exc).__name__}: {exc}")
     finally:

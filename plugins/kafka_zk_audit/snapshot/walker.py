@@ -59,7 +59,7 @@ from kazoo.protocol.states import KeeperState, ZnodeStat
 from kazoo.retry import KazooRetry, RetryFailedError
 
 from kafka_zk_audit.contract.secrets import CHILDREN_NO_READ_PERMISSION, NO_READ_PERMISSION
-from kafka_zk_audit.contract.warehouse import Warehouse, validate_snapshot_id
+from kafka_zk_audit.contract.warehouse import Warehouse, new_snapshot_id, validate_snapshot_id
 from kafka_zk_audit.snapshot.connection import ZkSettings
 from kafka_zk_audit.snapshot.multiread import GET_CHILDREN, GET_DATA, PathReads, ReadError
 from kafka_zk_audit.snapshot.secrets import SECRET_PATHS, Fingerprinter, warehouse_key
@@ -825,6 +825,32 @@ def write_snapshot(
         len(stats.interruptions), elapsed, manifest["znodes_per_second"] or 0,
     )
     return manifest
+
+
+ID_ATTEMPTS = 5  # snapshot ids are per second: writers of one cluster starting together take the next seconds
+
+
+def write_new_snapshot(
+    client: KazooClient,
+    settings: ZkSettings,
+    warehouse: Warehouse,
+    suffix: str = "",
+    options: SnapshotOptions | None = None,
+    progress: Callable[[WalkStats], None] | None = None,
+    cluster: str | None = None,
+) -> dict[str, Any]:
+    """:func:`write_snapshot` under a new id (``<UTC start>-<suffix>``); when another writer has taken that
+    second's id, the next second's (up to ``ID_ATTEMPTS`` tries). Returns the manifest (its ``snapshot_id``)."""
+    for attempt in range(ID_ATTEMPTS):
+        snapshot_id = new_snapshot_id(suffix=suffix)
+        try:
+            return write_snapshot(client, settings, warehouse, snapshot_id, options, progress, cluster=cluster)
+        except SnapshotIdTaken:
+            if attempt == ID_ATTEMPTS - 1:
+                raise
+            log.info("snapshot id %s is taken by another writer; taking the next second's", snapshot_id)
+            time.sleep(1.0)
+    raise AssertionError("unreachable")
 
 
 class _PartFiles:

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Sequence
 from typing import Any
 
 from airflow.sdk import BaseOperator
 
 from kafka_zk_audit.airflow.hooks.zookeeper import ZooKeeperHook
-from kafka_zk_audit.contract.warehouse import Warehouse, default_warehouse, new_snapshot_id
-from kafka_zk_audit.snapshot.walker import SnapshotIdTaken, SnapshotOptions, write_snapshot
-
-ID_ATTEMPTS = 5  # snapshot ids are per second: runs of one cluster starting together take the next seconds
+from kafka_zk_audit.contract.warehouse import Warehouse, default_warehouse
+from kafka_zk_audit.snapshot.walker import SnapshotOptions, write_new_snapshot
 
 
 class ZooKeeperSnapshotOperator(BaseOperator):
@@ -57,21 +54,12 @@ class ZooKeeperSnapshotOperator(BaseOperator):
         suffix = "-".join(part for part in (self.cluster, self.snapshot_suffix) if part)
         hook = ZooKeeperHook(zk_conn_id=self.zk_conn_id)
         settings = hook.get_settings()
+        self.log.info("snapshot of %s%s into %s", settings.ensemble,
+                      f" (cluster {self.cluster})" if self.cluster else "", warehouse.root)
         try:
-            for attempt in range(ID_ATTEMPTS):
-                snapshot_id = new_snapshot_id(suffix=suffix)
-                self.log.info("snapshot %s of %s%s into %s", snapshot_id, settings.ensemble,
-                              f" (cluster {self.cluster})" if self.cluster else "", warehouse.root)
-                try:
-                    manifest = write_snapshot(hook.get_conn(), settings, warehouse, snapshot_id, self.options,
-                                              cluster=self.cluster)
-                    break
-                except SnapshotIdTaken:  # another run of this cluster started in the same second
-                    if attempt == ID_ATTEMPTS - 1:
-                        raise
-                    self.log.info("snapshot id %s is taken by another run; taking the next second's", snapshot_id)
-                    time.sleep(1.0)
+            manifest = write_new_snapshot(hook.get_conn(), settings, warehouse, suffix, self.options,
+                                          cluster=self.cluster)
         finally:
             hook.close()
         context["ti"].xcom_push(key="manifest", value=manifest)
-        return snapshot_id
+        return manifest["snapshot_id"]
