@@ -29,7 +29,7 @@ class LockTimeout(TimeoutError):
 def warehouse_lock(warehouse: Warehouse, name: str, timeout_s: float = 1800.0,
                    poll_s: float = 0.5) -> Iterator[None]:
     """Hold ``<warehouse>/.locks/<name>.lock`` (local warehouses); wait for another holder, logging who it is."""
-    if "://" in warehouse.root and not warehouse.root.startswith("file://"):
+    if not warehouse.is_local:
         log.info("warehouse %s is remote: no %s lock (one active run at a time keeps runs apart)",
                  warehouse.root, name)
         yield

@@ -63,6 +63,11 @@ class Warehouse:
         object.__setattr__(self, "root", root)
 
     @property
+    def is_local(self) -> bool:
+        """A path on this machine (plain or ``file://``), where locks and atomic creates work."""
+        return "://" not in self.root or self.root.startswith("file://")
+
+    @property
     def fs(self) -> fsspec.AbstractFileSystem:
         fs, _ = fsspec.core.url_to_fs(fsspec_url(self.root))
         return fs
@@ -148,7 +153,7 @@ class Warehouse:
         object store has no atomic create: there an existing prefix is refused, and ``max_active_runs=1`` keeps
         two runs of the DAG apart."""
         target = self.snapshot_dir(snapshot_id)
-        if "://" not in self.root or self.root.startswith("file://"):
+        if self.is_local:
             path = self.fs_path(target)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             try:

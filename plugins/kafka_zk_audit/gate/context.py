@@ -47,7 +47,7 @@ PANDAS_MAX_BYTES = 64 * 1024 * 1024
 
 def local_context_root(warehouse: Warehouse) -> tuple[Path, bool]:
     """Where the GX file context lives: ``<warehouse>/gx`` if local, else a temporary folder."""
-    if "://" in warehouse.root and not warehouse.root.startswith("file://"):
+    if not warehouse.is_local:
         return Path(tempfile.mkdtemp(prefix="kafka-zk-audit-gx-")), True
     return Path(warehouse.root.removeprefix("file://")) / "gx", False
 
@@ -182,7 +182,7 @@ def pandas_batch_files(warehouse: Warehouse,
                        planned: Sequence[PlannedValidation]) -> dict[tuple[str, str], str] | None:
     """(audit table, snapshot) -> its Parquet file relative to ``<warehouse>/tables`` when every planned table is
     one small file of a local warehouse (the audit job writes small tables so), else None: validate with Spark."""
-    if "://" in warehouse.root and not warehouse.root.startswith("file://"):
+    if not warehouse.is_local:
         return None
     files: dict[tuple[str, str], str] = {}
     for item in planned:
