@@ -145,6 +145,27 @@ def test_generator_refuses_a_check_without_remedy() -> None:
     assert generator.main(["--check"]) == 0
 
 
+def test_checks_page_documents_every_readiness_condition() -> None:
+    from kafka_zk_audit.contract.readiness import CONDITIONS, NOT_VISIBLE
+
+    text = page("checks.md")
+    readiness = section(text, "## Migration readiness")
+    overview = table_rows(readiness, "condition")
+    assert [(row[0], row[1]) for row in overview] == [
+        (c.condition_id, f"[`{c.check_id}`](#{c.check_id})") for c in CONDITIONS
+    ]
+    markdown_text = load_generator().markdown_text
+    for condition, row in zip(CONDITIONS, overview, strict=True):
+        assert row[2] == condition.describe_levels()
+        body = section(readiness, f"### `{condition.check_id}`")
+        assert f"Condition **{condition.condition_id}**" in body
+        assert f"**Remedy:** {markdown_text(condition.remedy)}" in body
+        assert f"**Source:** {markdown_text(condition.source)}." in body
+    assert "R14" in readiness and "### `kraft_" not in section(text, "## Overview")
+    checklist = section(readiness, "### What ZooKeeper cannot show")
+    assert all(markdown_text(item.item) in checklist for item in NOT_VISIBLE)
+
+
 # --- contract.md --------------------------------------------------------------------------------------------
 
 

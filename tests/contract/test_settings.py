@@ -116,7 +116,9 @@ def test_empty_file_means_defaults(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        ({"slas": {}}, r"unknown key 'slas'.*alerts, clusters, drift, fleet, gate, notification_backlog"),
+        ({"slas": {}}, r"unknown key 'slas'.*alerts, clusters, drift, fleet, gate, migration, notification_backlog"),
+        ({"migration": {"target_version": "4.0"}}, r"'migration.target_version' is '4.0'.*\"3.4\" to \"3.9\""),
+        ({"migration": {"gate": "yes"}}, r"'migration.gate' is 'yes'; write true or false"),
         ({"sla": {"delete_topc": "1h"}}, r"unknown key 'sla.delete_topc'.*delete_topic, preferred_election"),
         ({"alerts": {"only_new": "yes"}}, r"'alerts.only_new' is 'yes'; write true or false"),
         ({"alerts": {"top_offenders": -1}}, r"'alerts.top_offenders'.*whole number >= 0"),

@@ -41,12 +41,13 @@ def write_suite(folder: Path, name: str, content: Any) -> Path:
 
 def test_the_packaged_suites_hold_one_expectation_per_check_and_the_drift_suite():
     suites = load_suites()
-    assert [s.name for s in suites] == [*ENTITIES, "drift"]
+    assert [s.name for s in suites] == [*ENTITIES, "drift", "migration"]
     catalogue = [s for s in suites if s.entity is not None]
     described = {(s.name, e["check_id"]) for s in catalogue for e in s.expectations}
     assert described == {(check.entity, check.check_id) for check in CHECKS}
     assert {s.audit_table for s in catalogue} == {f"audit_{entity}" for entity in ENTITIES}
-    drift = suites[-1]
+    drift, migration = suites[-2:]
+    assert migration.audit_table == "audit_migration" and all(e["check_id"] is None for e in migration.expectations)
     assert drift.audit_table == "drift" and all(e["check_id"] is None for e in drift.expectations)
 
 
@@ -57,7 +58,7 @@ def test_user_expectations_and_suites_are_loaded_beside_the_catalogue(suites_dir
     (suites_dir / "README.md").write_text("not a suite")
     suites = {s.name: s for s in load_suites(None, suites_dir)}
     assert list(suites)[: len(ENTITIES)] == list(ENTITIES)
-    assert list(suites)[len(ENTITIES):] == ["drift", "partitions_extra", "topic_naming"]
+    assert list(suites)[len(ENTITIES):] == ["drift", "migration", "partitions_extra", "topic_naming"]
     assert suites["topic_naming"].audit_table == "audit_topics" and suites["topic_naming"].entity is None
     assert suites["partitions_extra"].audit_table == "audit_partitions_extra"  # the default: audit_<suite name>
     user = suites["brokers"].expectations[-1]

@@ -118,7 +118,8 @@ def test_a_user_expectation_gates_by_its_meta_severity(audited, tmp_path):
     ]
     assert verdict["failed"][0]["check_id"] is None and verdict["failed"][0]["column"] is None
     # every suite ran, the user's suite on audit_topics too, and its expectations passed
-    assert len(result["validation_results"]) == 10  # 8 catalogue suites, drift, the user's suite
+    # 8 catalogue suites, drift, the readiness suite (migration), the user's suite
+    assert len(result["validation_results"]) == 11
     topic_naming = result["validation_results"][-1]
     assert topic_naming["success"] is True and topic_naming["statistics"]["evaluated_expectations"] == 2
     assert {e["kwargs"]["batch_id"] for e in topic_naming["expectations"]} == {"kafka_zk_audit_warehouse-audit_topics"}

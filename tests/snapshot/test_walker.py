@@ -270,6 +270,28 @@ def test_znodes_the_auditor_may_not_read_are_recorded_with_their_stat(zk_server,
     owner.stop()
 
 
+def test_the_manifest_records_the_acls_of_kafkas_top_level_znodes(zk_server, zk_chroot, tmp_path):
+    """Kafka's secure-mode ACLs as ZooKeeper's CLI prints them (``getAcl``), digest ids without their hash;
+    a creator-only znode's ACL cannot be read by the auditor either; absent znodes are left out."""
+    owner = write_secure_tree(zk_server, zk_chroot)
+    owner.create("/controller_epoch", b"1")  # world-open, as written by an unsecured broker
+    settings = ZkSettings(hosts=zk_server.hosts, chroot=zk_chroot, auth=(("digest", "auditor:auditor-pw"),))
+    reader = KazooClient(**settings.kazoo_kwargs())
+    reader.start()
+    warehouse = Warehouse(str(tmp_path / "wh"))
+    manifest = write_snapshot(reader, settings, warehouse, "20260101T000000Z")
+    reader.stop()
+    owner.stop()
+    acls = manifest["znode_acls"]
+    assert acls["/brokers"] == ["digest:kafka:cdrwa", "world:anyone:r"]
+    assert acls["/brokers/topics"] == ["digest:kafka:cdrwa", "world:anyone:r"]
+    assert acls["/controller_epoch"] == ["world:anyone:cdrwa"]
+    assert acls["/config/users"] == ["unreadable"]
+    assert "/migration" not in acls and "/controller" not in acls
+    text = (tmp_path / "wh" / "snapshots" / "snapshot_id=20260101T000000Z" / "_MANIFEST.json").read_text()
+    assert "kafka-secret" not in text and "auditor-pw" not in text
+
+
 def test_an_auditor_granted_read_on_the_creator_only_paths_reads_everything(zk_server, zk_chroot, tmp_path):
     owner = write_secure_tree(zk_server, zk_chroot)
     auditor_read = make_digest_acl("auditor", "auditor-pw", read=True)  # README: setAcl -R …,digest:auditor:…:r

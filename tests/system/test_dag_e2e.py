@@ -27,6 +27,7 @@ from kafka_zk_audit.contract.catalogue import BY_ID, CHECK_IDS, ENTITIES
 from kafka_zk_audit_testing.browser import render_dom, text_of
 from kafka_zk_audit_testing.receivers import CollectingHandler, WebhookReceiver, smtp_receiver, webhook_receiver
 from kafka_zk_audit_testing.simulator import ClusterSpec, Planted, Simulator
+from kafka_zk_audit_testing.simulator.plants import MIGRATION_HEALTH_CHECKS
 from kafka_zk_audit_testing.spark_cluster import standalone_cluster
 
 pytestmark = pytest.mark.dag
@@ -37,6 +38,7 @@ pytestmark = pytest.mark.dag
 PLANTED_TOGETHER = tuple(
     c for c in CHECK_IDS
     if not BY_ID[c].history and c not in {"controller_missing", "controller_not_alive"}
+    and c not in MIGRATION_HEALTH_CHECKS  # they need a migration in flight: tests/audit/checks/test_migration.py
 )
 SPEC = ClusterSpec(era="3.x", brokers=4, racks=2, topics=4, partitions=4, replication_factor=3,
                    groups=2, consumers_per_group=2, threads_per_consumer=2, seed=11)

@@ -23,13 +23,15 @@ from kafka_zk_audit_testing.range_assignment import range_assign
 from kafka_zk_audit_testing.simulator import ERAS, ClusterSpec, Planted, Simulator
 from kafka_zk_audit_testing.simulator.cli import auth_from_env
 from kafka_zk_audit_testing.simulator.cli import main as cli_main
+from kafka_zk_audit_testing.simulator.plants import MIGRATION_HEALTH_CHECKS
 
 pytestmark = pytest.mark.zk
 
 SMALL = dict(brokers=3, racks=2, topics=2, partitions=3, replication_factor=2, groups=1, consumers_per_group=2,
              threads_per_consumer=1)
 CONTROLLER_PLANTS = ("controller_missing", "controller_not_alive", "controller_session_mismatch")
-HISTORY_PLANTS = tuple(c for c in CHECK_IDS if BY_ID[c].history)
+PLANTABLE = tuple(c for c in CHECK_IDS if c not in MIGRATION_HEALTH_CHECKS)  # the others need a migration phase
+HISTORY_PLANTS = tuple(c for c in PLANTABLE if BY_ID[c].history)
 
 
 # -- reading helpers -----------------------------------------------------------------------
@@ -102,6 +104,7 @@ ERA_EXPECTATIONS = {
     "2.8": (5, 3, 1, "v2", ("/feature", "/config/ips")),
     "3.x": (5, 3, 2, "v2", ("/feature", "/config/ips", "/kafka-acl/User")),
     "3.x-migration": (5, 3, 2, "v2", ("/migration",)),
+    "3.9": (5, 3, 2, "v2", ("/feature", "/config/ips")),
 }
 
 
@@ -210,15 +213,15 @@ def test_era_writes_the_layouts_shapes(era, sim, zk_client):
         assert int(block["block_end"]) - int(block["block_start"]) == 999 and isinstance(block["block_start"], str)
     if info.feature_version:
         assert get_json(zk_client, "/feature") == {"features": {}, "version": info.feature_version, "status": 1}
-    if info.at_least(1, 0, 0):
+    if info.at_least(1, 0, 0) and info.secured:
         scram = get_json(zk_client, "/config/users/alice")["config"]["SCRAM-SHA-256"]
         assert re.fullmatch(r"salt=\S+,stored_key=\S+,server_key=\S+,iterations=4096", scram)
-    if info.delegation_token_version:
+    if info.delegation_token_version and info.secured:
         (token_id,) = zk_client.get_children("/delegation_token/tokens")
         token = get_json(zk_client, f"/delegation_token/tokens/{token_id}")
         assert token["version"] == info.delegation_token_version and token["tokenId"] == token_id
         assert ("tokenRequester" in token) == (info.delegation_token_version == 3)
-    if info.acl_resource_types:
+    if info.acl_resource_types and info.secured:
         (change,) = zk_client.get_children("/kafka-acl-changes")
         kind = raw(zk_client, f"/kafka-acl-changes/{change}").split(b":")[0]
         assert kind == (b"TOPIC" if info.at_least(2, 5, 0) else b"Topic")
@@ -461,7 +464,7 @@ def assert_planted_topic_is_otherwise_healthy(client: KazooClient, planted: Plan
 
 def test_all_plants_coexist_in_one_cluster(sim, zk_client):
     sim.write(ClusterSpec(era="3.x", seed=13, **{**SMALL, "brokers": 4, "replication_factor": 3}))
-    together = [c for c in CHECK_IDS if c not in HISTORY_PLANTS and c not in CONTROLLER_PLANTS]
+    together = [c for c in PLANTABLE if c not in HISTORY_PLANTS and c not in CONTROLLER_PLANTS]
     planted = [sim.plant(check_id) for check_id in together]
     planted.append(sim.plant("controller_session_mismatch"))
     subjects = [(p.topic, p.group_id, p.broker_id) for p in planted if p.topic or p.group_id]
@@ -497,7 +500,7 @@ def test_a_later_controller_plant_replaces_the_earlier(sim, zk_client):
 @pytest.mark.parametrize("era", ["0.8", "1.x", "3.x"])
 def test_every_plant_runs_in_older_eras(era, sim, zk_client):
     sim.write(ClusterSpec(era=era, seed=17, **SMALL))
-    for check_id in CHECK_IDS:
+    for check_id in PLANTABLE:
         if check_id in HISTORY_PLANTS or check_id in CONTROLLER_PLANTS[1:]:
             continue
         verify_plant(zk_client, sim.plant(check_id))

@@ -72,6 +72,20 @@ def parse_time_settings(path: str | None = None) -> AuditConfig:
     return load_config(path or os.environ.get(CONFIG_ENV) or None)
 
 
+def publish_readiness(warehouse: Any, snapshot_ids: list[str]) -> dict[str, Any]:
+    """The ZK -> KRaft readiness pages of this run's clusters (warehouse and Data Docs); verdict per cluster."""
+    from kafka_zk_audit.report import readiness
+
+    reports = readiness.load_reports(warehouse, snapshot_ids)
+    if not reports:
+        return {}
+    pages = readiness.write_pages(warehouse, reports)
+    readiness.publish_in_data_docs(warehouse, reports)
+    verdicts = {readiness.cluster_name(report): readiness.verdict_of(report) for report in reports}
+    print(f"migration readiness: {', '.join(f'{name} {v}' for name, v in verdicts.items())}; report: {pages[0]}")
+    return {"page": pages[0], "verdicts": verdicts}
+
+
 def build_dag(settings_path: str | None = None) -> DAG:
     """The audit DAG for the settings at ``settings_path`` (default ``$KAFKA_ZK_AUDIT_CONFIG``)."""
     settings_path = settings_path or os.environ.get(CONFIG_ENV) or None
@@ -95,6 +109,9 @@ def build_dag(settings_path: str | None = None) -> DAG:
             "audit_config": Param(settings_path, type=["null", "string"], description="audit settings file"),
             "suites_dir": Param(None, type=["null", "string"],
                                 description="folder of GX suites to validate (default: the packaged expectations/)"),
+            "target_version": Param(None, type=["null", "string"], pattern="^(3\\.[4-9](\\.[0-9]{1,3})?)?$",
+                                    description="Kafka version to plan the ZK -> KRaft migration with, e.g. 3.9 "
+                                                "(default: the settings' migration.target_version)"),
             "run_label": Param(None, type=["null", "string"], pattern="^[A-Za-z0-9_.-]*$",
                                description="suffix of the snapshot ids"),
         },
@@ -131,7 +148,8 @@ def build_dag(settings_path: str | None = None) -> DAG:
             spark_conn_id="{{ params.spark_conn_id }}",
             application=spark_app_path(),
             name="kafka-zk-audit",
-            application_args=["--warehouse", WAREHOUSE, "--snapshot-ids", SNAPSHOT_IDS, "--config", AUDIT_CONFIG],
+            application_args=["--warehouse", WAREHOUSE, "--snapshot-ids", SNAPSHOT_IDS, "--config", AUDIT_CONFIG,
+                              "--target-version", "{{ params.target_version or '' }}"],
             # Spark settings come from the Spark connection (master, deploy mode, queue) and the
             # app itself (kafka_zk_audit.audit.session: loopback driver for local masters only).
             conf={"spark.ui.enabled": "false"},
@@ -166,7 +184,8 @@ def build_dag(settings_path: str | None = None) -> DAG:
                                                                           extra=cluster["asset_extra"])
             print(fleet["text"])
             print(f"fleet summary: {path}")
-            return {k: v for k, v in fleet.items() if k != "text"}
+            readiness = publish_readiness(Warehouse(warehouse), [s for s in snapshot_ids.split(",") if s])
+            return {**{k: v for k, v in fleet.items() if k != "text"}, "readiness": readiness}
 
         summaries = publish_summaries(WAREHOUSE, SNAPSHOT_IDS, AUDIT_CONFIG, targets)
 

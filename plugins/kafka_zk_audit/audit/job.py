@@ -25,6 +25,7 @@ from kafka_zk_audit.audit.checks import run_checks
 from kafka_zk_audit.audit.drift import DRIFT_TABLE, drift_row
 from kafka_zk_audit.audit.findings import finalize_findings
 from kafka_zk_audit.audit.normalize import normalize
+from kafka_zk_audit.audit.readiness import audit_readiness, write_audit_migration
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
 from kafka_zk_audit.contract.schemas import FINDINGS, SNAPSHOT, TABLES
 from kafka_zk_audit.contract.settings import load_config
@@ -33,7 +34,7 @@ from kafka_zk_audit.contract.warehouse import Warehouse, read_manifest
 log = logging.getLogger(__name__)
 
 # Tables the history checks compare with the previous audited snapshot.
-HISTORY_TABLES = ("partitions", "controller_epoch", "consumer_offsets", "topics")
+HISTORY_TABLES = ("partitions", "controller_epoch", "consumer_offsets", "topics", "migration", "controller")
 # The suppressed findings of a run (FINDINGS shape), kept only as history: the next run carries their
 # first_seen over, so lifting a suppression does not make an old finding new.
 SUPPRESSED_HISTORY = "suppressed_findings"
@@ -121,12 +122,13 @@ def parquet_rows(warehouse: Warehouse, directory: str) -> int:
 
 
 def run_audit(spark: SparkSession, warehouse: Warehouse, snapshot_id: str, config_path: str | None,
-              reread_tables: bool = True) -> dict[str, Any]:
+              reread_tables: bool = True, target_version: str | None = None) -> dict[str, Any]:
     """Audit one snapshot; returns the figures written to ``runs/<id>/audit.json``.
 
     ``reread_tables=False`` runs the checks on the normalizer's frames instead of the written tables
     (the benchmark's baseline; same results, slower planning). Every phase's wall time and Spark jobs
-    are logged (``PhaseClock``).
+    are logged (``PhaseClock``). ``target_version`` overrides the settings' ``migration.target_version``
+    for the readiness report (``runs/<id>/readiness.json``, written unless ``migration.readiness`` is off).
     """
     started = time.monotonic()
     clock = PhaseClock(spark)
@@ -163,6 +165,14 @@ def run_audit(spark: SparkSession, warehouse: Warehouse, snapshot_id: str, confi
         finalized = finalize_findings(raw, snapshot_id, previous_findings, cfg)
         findings, stats = finalized.findings, finalized.stats
 
+    readiness = None
+    if cfg.migration.readiness:
+        with clock.phase("readiness"):
+            readiness = audit_readiness(spark, warehouse, snapshot_id, manifest, tables, snapshot, cfg,
+                                        target_version)
+    else:
+        write_audit_migration(spark, warehouse, snapshot_id, [], gate=False)
+
     with clock.phase("audit tables"):
         for entity, df in build_audit_tables(tables, findings).items():
             (conform_for_gate(df).coalesce(1) if small else conform_for_gate(df)).write.mode("overwrite").parquet(
@@ -190,6 +200,9 @@ def run_audit(spark: SparkSession, warehouse: Warehouse, snapshot_id: str, confi
         "suppressed_findings": int(stats.get("suppressed", 0)),
         "explained_findings": int(stats.get("explained", 0)),
         "table_rows": row_counts,
+        "readiness": None if readiness is None else {
+            "target_version": readiness["target_version"], "verdict": readiness["verdict"],
+            "phase": readiness["phase"]["phase"], "counts": readiness["counts"]},
         "seconds": round(time.monotonic() - started, 1),
     }
     warehouse.write_json(f"{warehouse.run_dir(snapshot_id)}/audit.json", result)
@@ -204,7 +217,7 @@ def run_audit(spark: SparkSession, warehouse: Warehouse, snapshot_id: str, confi
 
 
 def main(argv: list[str] | None = None) -> int:
-    """spark-submit entry: ``--warehouse DIR --snapshot-ids ID[,ID...] [--config FILE]``.
+    """spark-submit entry: ``--warehouse DIR --snapshot-ids ID[,ID...] [--config FILE] [--target-version V]``.
 
     Every snapshot is audited in the one Spark session, each with its cluster's settings; one that fails
     is logged and the others go on. Exit 1 when any failed (the gate then validates the others), 2 when
@@ -219,10 +232,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--snapshot-ids", "--snapshot-id", dest="snapshot_ids", action="append", required=True,
                         help="snapshot ids, comma-separated or repeated")
     parser.add_argument("--config", default=None, help="audit settings file (default: packaged defaults)")
+    parser.add_argument("--target-version", default=None,
+                        help='Kafka version to plan the ZK -> KRaft migration with, e.g. "3.9" or "3.5.1" '
+                             "(default: the settings' migration.target_version)")
     parser.add_argument("--no-reread", action="store_true",
                         help="run the checks on the normalizer's frames, not the written tables (benchmark baseline)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.target_version:
+        from kafka_zk_audit.contract.readiness import parse_target
+
+        try:
+            parse_target(args.target_version)
+        except ValueError as exc:
+            log.error("--target-version %r: %s", args.target_version, exc)
+            return 2
     snapshot_ids = [s for value in args.snapshot_ids for s in value.split(",") if s.strip()]
     if not snapshot_ids:
         log.error("no snapshot to audit: every snapshot task of the run failed (see their logs)")
@@ -236,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         for snapshot_id in snapshot_ids:
             try:
                 run_audit(spark, Warehouse(args.warehouse), snapshot_id.strip(), args.config or None,
-                          reread_tables=not args.no_reread)
+                          reread_tables=not args.no_reread, target_version=args.target_version)
             except Exception:
                 log.exception("the audit of snapshot %s failed; going on with the others", snapshot_id)
                 failed.append(snapshot_id)

@@ -11,12 +11,16 @@ One stage at a time, without Airflow (``stages``):
     kafka-zk-audit audit --snapshot-id ID [--warehouse DIR] [--config FILE] [--spark-master local[*]]
     kafka-zk-audit reaudit [--cluster NAME ...] [--since 2026-11-01|7d] [--until ...] [--warehouse DIR]
                            [--config FILE] [--spark-master local[*]] [--json]
+    kafka-zk-audit readiness --zk [NAME=]HOST:PORT[/chroot] | --conn-id ID [--target 3.9] [--warehouse DIR]
+                             [--config FILE] [--spark-master local[*]] [--json]
 
 Credentials come only from the Airflow connection or ``KAFKA_ZK_AUDIT_ZK_AUTH=digest:USER:PASSWORD``,
 never from argv. Exit codes:
 
-    0  the gate passed (for every cluster of the run); ``snapshot``, ``audit``, ``reaudit``: done
-    1  the gate failed (for at least one cluster; the summary says which checks found what)
+    0  the gate passed (for every cluster of the run); ``snapshot``, ``audit``, ``reaudit``: done;
+       ``readiness``: ready or ready with warnings
+    1  the gate failed (for at least one cluster; the summary says which checks found what);
+       ``readiness``: the cluster is blocked for a KRaft migration (the report lists the blockers and remedies)
     2  usage, settings or connection error, found before any DAG run starts
     3  the audit could not complete (for at least one cluster): no summary, or a gate without a verdict
        (says which task failed, its error from the log, and where the log is)
@@ -56,6 +60,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--spark-conn-id", default="spark_default", help="Spark connection (default spark_default, local[*])"
     )
+    run.add_argument("--target", default=None, metavar="VERSION",
+                     help='Kafka version to plan the ZK -> KRaft migration with, e.g. 3.9 or 3.5.1 '
+                          "(default: the settings' migration.target_version)")
     run.add_argument("-v", "--verbose", action="store_true", help="stream the Airflow run's log to stderr")
     add_stage_parsers(sub)
     return parser
@@ -199,6 +206,13 @@ def run(args: argparse.Namespace) -> int:
         cfg = load_config(args.config)
     except SettingsError as exc:
         return _usage_error(str(exc))
+    if args.target:
+        from kafka_zk_audit.contract.readiness import parse_target
+
+        try:
+            parse_target(args.target)
+        except ValueError as exc:
+            return _usage_error(f"--target {args.target!r}: {exc}")
     if not args.zk and not args.conn_id and not cfg.clusters:
         return _usage_error("name the ensemble(s) to audit: --zk HOST:PORT[/chroot] or --conn-id ID (repeat "
                             "either for a fleet), or list clusters in the --config settings file")
@@ -219,6 +233,8 @@ def run(args: argparse.Namespace) -> int:
         "audit_config": settings,
         "run_label": label,
     }
+    if args.target:
+        conf["target_version"] = args.target
     log_path = Path(env["AIRFLOW_HOME"]) / "logs" / f"kafka-zk-audit-{label}.log"
     what = ", ".join(f"{c['name']} ({c['zk_conn_id']})" for c in clusters) or ", ".join(cfg.cluster_names())
     print(f"running DAG kafka_zk_audit for {what}; warehouse {warehouse.root}", file=sys.stderr)

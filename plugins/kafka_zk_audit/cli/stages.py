@@ -1,10 +1,12 @@
-"""``kafka-zk-audit snapshot | audit | reaudit``: one stage at a time, without Airflow.
+"""``kafka-zk-audit snapshot | audit | reaudit | readiness``: one stage at a time, without Airflow.
 
 ``snapshot`` walks one ensemble into the warehouse and prints its manifest; ``audit`` runs the packaged
 Spark app on one stored snapshot and prints its ``audit.json``; ``reaudit`` re-runs every check over the
-stored snapshots in one Spark app (``kafka_zk_audit.audit.reaudit``) and prints what it found. JSON goes
-to stdout, progress and Spark's log to stderr. Exit codes as for ``run``: 0 done, 2 usage, settings or
-connection error (before anything starts), 3 could not complete.
+stored snapshots in one Spark app (``kafka_zk_audit.audit.reaudit``) and prints what it found; ``readiness``
+snapshots and audits one ensemble for a KRaft migration and prints its readiness report
+(``kafka_zk_audit.report.readiness``). JSON goes to stdout, progress and Spark's log to stderr. Exit codes as
+for ``run``: 0 done (``readiness``: ready, with or without warnings), 1 ``readiness``: blocked, 2 usage,
+settings or connection error (before anything starts), 3 could not complete.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from urllib.parse import parse_qsl, unquote
 from kafka_zk_audit.contract.settings import AuditConfig, SettingsError, load_config
 from kafka_zk_audit.contract.warehouse import Warehouse, default_warehouse, validate_snapshot_id
 
-EXIT_DONE, EXIT_USAGE, EXIT_INCOMPLETE = 0, 2, 3
+EXIT_DONE, EXIT_BLOCKED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 AUDIT_APP, REAUDIT_APP = "audit_snapshot.py", "reaudit_snapshots.py"
 PROGRESS_EVERY_S = 5.0
 
@@ -133,6 +135,16 @@ def zookeeper_settings(args: argparse.Namespace) -> tuple[Any, str, str | None]:
 # -- snapshot --------------------------------------------------------------------------------------
 def snapshot(args: argparse.Namespace) -> int:
     """Take one snapshot and print its manifest."""
+    manifest, code = take_snapshot(args)
+    if manifest is None:
+        return code
+    print(json.dumps(manifest, indent=2))
+    return EXIT_DONE
+
+
+def take_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | None, int]:
+    """Walk the ensemble of ``--zk``/``--conn-id`` into the warehouse: (manifest, 0), or (None, exit code) after
+    saying what went wrong."""
     import logging
 
     from kazoo.client import KazooClient
@@ -141,10 +153,10 @@ def snapshot(args: argparse.Namespace) -> int:
 
     cfg, _, problem = _settings_file(args.config)
     if problem:
-        return _fail(EXIT_USAGE, problem)
+        return None, _fail(EXIT_USAGE, problem)
     settings, cluster, problem = zookeeper_settings(args)
     if problem:
-        return _fail(EXIT_USAGE, problem)
+        return None, _fail(EXIT_USAGE, problem)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
     warehouse = Warehouse(args.warehouse or default_warehouse())
     options = dataclasses.replace(SnapshotOptions(), **cfg.snapshot.model_dump())
@@ -160,17 +172,17 @@ def snapshot(args: argparse.Namespace) -> int:
         client.start(timeout=settings.timeout)
     except Exception as exc:
         client.close()
-        return _fail(EXIT_USAGE, f"cannot reach ZooKeeper at {settings.ensemble}: {exc or type(exc).__name__}")
+        return None, _fail(EXIT_USAGE, f"cannot reach ZooKeeper at {settings.ensemble}: "
+                                       f"{exc or type(exc).__name__}")
     _say(f"snapshot of {settings.ensemble} as {settings.identity} into {warehouse.root}")
     try:
         manifest = write_new_snapshot(client, settings, warehouse, cluster, options, progress, cluster=cluster)
     except Exception as exc:
-        return _fail(EXIT_INCOMPLETE, f"the snapshot could not complete: {type(exc).__name__}: {exc}")
+        return None, _fail(EXIT_INCOMPLETE, f"the snapshot could not complete: {type(exc).__name__}: {exc}")
     finally:
         client.stop()
         client.close()
-    print(json.dumps(manifest, indent=2))
-    return EXIT_DONE
+    return manifest, EXIT_DONE
 
 
 # -- Spark apps ------------------------------------------------------------------------------------
@@ -207,13 +219,21 @@ def audit(args: argparse.Namespace) -> int:
     if not warehouse.exists(warehouse.manifest_path(args.snapshot_id)):
         return _fail(EXIT_USAGE, f"snapshot {args.snapshot_id} has no manifest in {warehouse.root}: it is "
                                  "incomplete or absent")
-    app_args = ["--warehouse", warehouse.root, "--snapshot-ids", args.snapshot_id, *(["--config", config] if config
-                                                                                      else [])]
-    code = spark_submit(spark_app(AUDIT_APP), app_args, args.spark_master)
-    result = f"{warehouse.run_dir(args.snapshot_id)}/audit.json"
-    if code or not warehouse.exists(result):
+    code = run_audit_app(warehouse, args.snapshot_id, config, args.spark_master)
+    if code:
+        return code
+    print(json.dumps(warehouse.read_json(f"{warehouse.run_dir(args.snapshot_id)}/audit.json"), indent=2))
+    return EXIT_DONE
+
+
+def run_audit_app(warehouse: Warehouse, snapshot_id: str, config: str | None, master: str,
+                  extra_args: list[str] | None = None) -> int:
+    """spark-submit the audit app on one stored snapshot: 0 when it wrote ``audit.json``, else says so and 3."""
+    app_args = ["--warehouse", warehouse.root, "--snapshot-ids", snapshot_id, *(["--config", config] if config
+                                                                                else []), *(extra_args or [])]
+    code = spark_submit(spark_app(AUDIT_APP), app_args, master)
+    if code or not warehouse.exists(f"{warehouse.run_dir(snapshot_id)}/audit.json"):
         return _fail(EXIT_INCOMPLETE, f"the audit could not complete (spark-submit exit {code}); see its log above")
-    print(json.dumps(warehouse.read_json(result), indent=2))
     return EXIT_DONE
 
 
@@ -272,8 +292,47 @@ def reaudit(args: argparse.Namespace) -> int:
     return EXIT_DONE
 
 
+def readiness(args: argparse.Namespace) -> int:
+    """Snapshot one ensemble, audit it for a KRaft migration to ``--target``, write the readiness pages and print
+    the report. Exit 0 ready (with or without warnings), 1 blocked, 2 usage, 3 a stage failed."""
+    from kafka_zk_audit.contract.readiness import parse_target
+    from kafka_zk_audit.report.readiness import load_reports, readiness_json_path, render_text, write_pages
+
+    _, config, problem = _settings_file(args.config)
+    if problem:
+        return _fail(EXIT_USAGE, problem)
+    if args.target is not None:
+        try:
+            parse_target(args.target)
+        except ValueError as exc:
+            return _fail(EXIT_USAGE, f"--target: {exc}")
+    manifest, code = take_snapshot(args)
+    if manifest is None:
+        return code
+    snapshot_id = manifest["snapshot_id"]
+    warehouse = Warehouse(args.warehouse or default_warehouse())
+    target = ["--target-version", args.target] if args.target else []  # else the cluster's settings decide
+    code = run_audit_app(warehouse, snapshot_id, config, args.spark_master, target)
+    if code:
+        return code
+    if not warehouse.exists(readiness_json_path(warehouse, snapshot_id)):
+        return _fail(EXIT_INCOMPLETE, f"the audit of {snapshot_id} wrote no readiness report "
+                                      f"({readiness_json_path(warehouse, snapshot_id)}): set migration.readiness "
+                                      "to true in the settings, or see the audit's log above")
+    report = load_reports(warehouse, [snapshot_id])[0]
+    pages = write_pages(warehouse, [report])
+    print(json.dumps(report, indent=2) if args.json else render_text(report))
+    _say(f"readiness pages: {', '.join(pages)}")
+    verdict = report.get("verdict")
+    if verdict == "blocked":
+        return EXIT_BLOCKED
+    if verdict in ("ready", "ready_with_warnings"):
+        return EXIT_DONE
+    return _fail(EXIT_INCOMPLETE, f"the readiness report of {snapshot_id} has no known verdict ({verdict!r})")
+
+
 def add_parsers(sub: Any) -> None:
-    """The ``snapshot``, ``audit`` and ``reaudit`` subcommands."""
+    """The ``snapshot``, ``audit``, ``reaudit`` and ``readiness`` subcommands."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--warehouse", default=None,
                         help="warehouse path or URL (default $KAFKA_ZK_AUDIT_WAREHOUSE or ./warehouse)")
@@ -300,3 +359,14 @@ def add_parsers(sub: Any) -> None:
     again.add_argument("--until", default=None, help="snapshots started at or before: a date, a time or a duration")
     again.add_argument("--json", action="store_true", help="print reaudit.json instead of the summary")
     again.set_defaults(handler=reaudit)
+
+    ready = sub.add_parser("readiness", parents=[common, spark],
+                           help="snapshot one ensemble and report its readiness for a ZooKeeper to KRaft migration")
+    target = ready.add_mutually_exclusive_group(required=True)
+    target.add_argument("--zk", help="[NAME=]HOST:PORT[,HOST:PORT...][/chroot] of the ensemble")
+    target.add_argument("--conn-id", help="[NAME=]ID of an Airflow connection (conn_type zookeeper)")
+    ready.add_argument("--target", default=None,
+                       help="Kafka version of the migration, 3.4 to 3.9 with an optional patch (3.6.1); default: "
+                            "the settings' migration.target_version (3.9 unless set)")
+    ready.add_argument("--json", action="store_true", help="print readiness.json instead of the report")
+    ready.set_defaults(handler=readiness)

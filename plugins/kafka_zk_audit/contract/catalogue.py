@@ -60,6 +60,41 @@ CHECKS: tuple[Check, ...] = (
         "/controller_epoch lower than in the previous snapshot",
         history=True,
     ),
+    # ZooKeeper -> KRaft migration in flight (only ever raised during a migration)
+    Check(
+        "migration_dual_write_stalled",
+        "error",
+        "controller",
+        "dual writes stopped: /migration unchanged for longer than its limit while a KRaft controller holds "
+        "/controller",
+    ),
+    Check(
+        "migration_stuck",
+        "warning",
+        "controller",
+        "a migration waiting for brokers or loading (offset -1) for longer than its limit",
+    ),
+    Check(
+        "migration_crash_loop",
+        "error",
+        "controller",
+        "the initial load restarted under a new KRaft leader without completing",
+        history=True,
+    ),
+    Check(
+        "migration_rolled_back",
+        "critical",
+        "controller",
+        "a ZooKeeper-mode controller took /controller back during dual writes (rollback or split brain)",
+        history=True,
+    ),
+    Check(
+        "migration_offset_regressed",
+        "critical",
+        "controller",
+        "the KRaft metadata offset in /migration lower than in the previous snapshot",
+        history=True,
+    ),
     # Brokers and topics
     Check(
         "broker_registration_not_ephemeral",

@@ -89,6 +89,34 @@ REMEDIES: dict[str, str] = {
         "an expiry, or another client wrote it). Delete `/controller` so the brokers elect a controller afresh, and "
         "check that broker's log for session expirations."
     ),
+    "migration_dual_write_stalled": (
+        "The active KRaft controller no longer mirrors metadata into ZooKeeper, so ZooKeeper-mode brokers and a "
+        "rollback would see stale metadata. Check the KRaft controller's log for ZooKeeper errors (authentication, "
+        "`MigrationClientException`, a fenced /controller_epoch) and its ZkWriteBehindLag metric; restart or move the "
+        "active KRaft controller once the cause is fixed."
+    ),
+    "migration_stuck": (
+        "Waiting: every ZooKeeper broker must register with `zookeeper.metadata.migration.enable=true`, the KRaft "
+        "controller connect settings and IBP >= 3.4 (see the readiness report for replicas on unregistered brokers); "
+        "roll the missing ones. Loading: read the active KRaft controller's log for the error that aborts "
+        "'Starting ZK migration' and fix it before it retries."
+    ),
+    "migration_crash_loop": (
+        "Each new KRaft leader starts the load over and fails again: read the KRaft controllers' logs around "
+        "'Aborted metadata migration' for the record or znode that fails (the readiness report lists the usual ones: "
+        "topics without ids, missing partition states, bad quotas) and fix it in ZooKeeper before the next attempt."
+    ),
+    "migration_rolled_back": (
+        "If the rollback was deliberate, finish it as Kafka's documentation describes (stop the KRaft controllers, "
+        "delete /controller and, before any new attempt, /migration). If not, two controllers may be writing: stop "
+        "the ZooKeeper-mode controller (roll its broker without the migration settings changed) and compare the "
+        "brokers' metadata before anything else."
+    ),
+    "migration_offset_regressed": (
+        "KRaft offsets never go back while a migration lives, so /migration was rewritten by something other than "
+        "the active KRaft controller (a restore from backup or a second quorum). Stop and find the writer before the "
+        "KRaft controller acts on the older state."
+    ),
     "controller_epoch_regressed": (
         "ZooKeeper was restored from an older backup or `/controller_epoch` was rewritten; brokers reject requests "
         "from a controller whose epoch is lower than one they have seen. Set `/controller_epoch` above the previous "

@@ -94,7 +94,7 @@ TABLES: dict[str, StructType] = {
     "feature": _struct(("version", I), ("status", I), ("features", S), *ORIGIN),
     "migration": _struct(
         ("version", I), ("kraft_controller_id", I), ("kraft_controller_epoch", I),
-        ("kraft_metadata_offset", L), ("kraft_metadata_epoch", I), *ORIGIN,
+        ("kraft_metadata_offset", L), ("kraft_metadata_epoch", I), ("mtime", L), *ORIGIN,
     ),
     # /config/<entity_type>/<entity_name> (and users/<u>/clients/<c>: entity_type "users/clients",
     # entity_name "<u>/<c>"). Secret values (SCRAM credentials, encrypted passwords) are redacted.
@@ -160,6 +160,15 @@ FINDINGS = _struct(
 CHECK_OUTPUT = _struct(
     ("check_id", S), ("topic", S), ("partition", I), ("group_id", S), ("broker_id", I), ("path", S), ("detail", S),
     ("explained", B),
+)
+
+# ZK→KRaft migration readiness (audit/checks/readiness.py): one row per condition found on a subject,
+# with its level at the target version (blocker | high | warn | info, contract/readiness.py) and the remedy.
+# Written per snapshot as ``tables/readiness/``; not findings: readiness never alerts and gates only when
+# the settings ask for it (``migration.gate``).
+READINESS = _struct(
+    ("condition_id", S), ("check_id", S), ("level", S), ("topic", S), ("partition", I), ("group_id", S),
+    ("broker_id", I), ("path", S), ("detail", S), ("remedy", S),
 )
 
 # Every audit table carries these columns (null where they do not apply); the Data Docs list

@@ -32,6 +32,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from kafka_zk_audit.contract.catalogue import BY_ID, CHECK_IDS, SEVERITIES
+from kafka_zk_audit.contract.readiness import TARGET_HELP, parse_target
 
 DEFAULT_CONFIG_RESOURCE = "default_settings.yaml"
 DEFAULT_SOURCE = "<packaged defaults>"
@@ -102,6 +103,16 @@ def _validate_severity(value: Any) -> str:
     return value
 
 
+def _validate_target_version(value: Any) -> str:
+    if isinstance(value, float):  # an unquoted 3.5 in YAML
+        value = str(value)
+    try:
+        parse_target(value)
+    except ValueError:
+        raise PydanticCustomError("target_version", "; " + TARGET_HELP) from None
+    return value.strip()
+
+
 def _none_as_empty(value: Any) -> Any:
     return () if value is None else value
 
@@ -113,6 +124,7 @@ def _one_or_many(value: Any) -> Any:
 Duration = Annotated[timedelta, BeforeValidator(_validate_duration)]
 CheckId = Annotated[str, BeforeValidator(_validate_check_id)]
 Severity = Annotated[str, BeforeValidator(_validate_severity)]
+TargetVersion = Annotated[str, BeforeValidator(_validate_target_version)]
 Text = Annotated[StrictStr, Field(pattern=r"\S")]
 Count = Annotated[StrictInt, Field(ge=0)]
 
@@ -165,7 +177,9 @@ class GateConfig(_Section):
 Percent = Annotated[float, Field(ge=0, le=100)]
 ClusterName = Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")]
 # What a cluster may override: the thresholds and the alert routes (not the fleet-wide schedule or retention).
-CLUSTER_OVERRIDABLE = ("sla", "notification_backlog", "severity_overrides", "suppressions", "alerts", "drift")
+CLUSTER_OVERRIDABLE = (
+    "sla", "notification_backlog", "severity_overrides", "suppressions", "alerts", "drift", "migration",
+)
 # (snapshot settings are fleet-wide: the DAG's mapped snapshot task takes them when Airflow parses it)
 
 
@@ -178,6 +192,16 @@ class DriftConfig(_Section):
     consumer_groups_max_drop_pct: Percent
     znodes_max_drop_pct: Percent
     controller_changes_max: Count
+
+
+class MigrationConfig(_Section):
+    """ZooKeeper → KRaft migration: the readiness report's target version, whether it gates, and health SLAs."""
+
+    target_version: TargetVersion
+    readiness: StrictBool
+    gate: StrictBool
+    load_stuck_after: Duration
+    dual_write_stale_after: Duration
 
 
 class RetentionConfig(_Section):
@@ -232,6 +256,7 @@ class AuditConfig(_Section):
     snapshot: SnapshotConfig
     drift: DriftConfig
     retention: RetentionConfig
+    migration: MigrationConfig
     _source: str = PrivateAttr(default=DEFAULT_SOURCE)
     _raw: dict[str, Any] = PrivateAttr(default_factory=dict)
 
@@ -260,7 +285,7 @@ class AuditConfig(_Section):
         return severity in self.gate.gating_severities
 
 
-_CUSTOM_KINDS = frozenset({"duration", "check_id", "severity"})
+_CUSTOM_KINDS = frozenset({"duration", "check_id", "severity", "target_version"})
 # what a key must look like, for pydantic's own error types (the custom ones above carry their own text)
 _ALLOWED_BY_TYPE = {
     "bool_type": "; write true or false",
@@ -291,6 +316,7 @@ _SECTIONS: dict[str, type[BaseModel]] = {
     "snapshot": SnapshotConfig,
     "drift": DriftConfig,
     "retention": RetentionConfig,
+    "migration": MigrationConfig,
 }
 
 

@@ -34,6 +34,8 @@ def build_summary(manifest: dict[str, Any], audit: dict[str, Any] | None, verdic
             **({"error": gate["error"]} if gate.get("error") else {}),
         },
         "data_docs": data_docs,
+        # ZK -> KRaft migration readiness (audit/readiness.py): target, verdict, phase, rows per level; None when off
+        "readiness": audit.get("readiness"),
     }
 
 
@@ -78,5 +80,11 @@ def format_summary(summary: dict[str, Any]) -> str:
             f"({gate['failed_expectations']} gating expectation(s) failed, "
             f"{gate.get('non_gating_failed_expectations', 0)} warning/info)"
         )
+    readiness = summary.get("readiness")
+    if readiness:
+        counts = ", ".join(f"{n} {level}" for level, n in readiness["counts"].items() if n) or "nothing found"
+        phase = "" if readiness["phase"] == "not_started" else f"; migration phase {readiness['phase']}"
+        lines.append(f"ZK -> KRaft readiness (target {readiness['target_version']}): "
+                     f"{readiness['verdict'].replace('_', ' ')} ({counts}){phase}")
     lines.append(f"data docs: {summary['data_docs']}")
     return "\n".join(lines)

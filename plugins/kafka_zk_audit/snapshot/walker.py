@@ -732,6 +732,44 @@ def _server_version(client: KazooClient) -> str | None:
         return None
 
 
+# Kafka's own znodes whose ZooKeeper ACLs the manifest records (``znode_acls``): the KRaft controllers of a
+# ZK→KRaft migration must log in to ZooKeeper as the principal these ACLs name (zookeeper.set.acl).
+KAFKA_ACL_PATHS = (
+    "/", "/admin", "/admin/delete_topics", "/brokers", "/brokers/ids", "/brokers/seqid", "/brokers/topics",
+    "/cluster", "/cluster/id", "/config", "/config/brokers", "/config/changes", "/config/clients",
+    "/config/topics", "/config/users", "/consumers", "/controller", "/controller_epoch", "/delegation_token",
+    "/feature", "/isr_change_notification", "/kafka-acl", "/kafka-acl-changes", "/kafka-acl-extended",
+    "/kafka-acl-extended-changes", "/latest_producer_id_block", "/log_dir_event_notification", "/migration",
+)
+_PERMS = ((4, "c"), (8, "d"), (1, "r"), (2, "w"), (16, "a"))  # ZooKeeper's cdrwa order
+
+
+def format_acl(acl: Any) -> str:
+    """``scheme:id:perms`` as ZooKeeper's CLI prints it; a digest id keeps its user name only (the rest is
+    a password hash)."""
+    scheme, ident = acl.id.scheme, acl.id.id
+    if scheme == "digest":
+        ident = ident.split(":", 1)[0]
+    perms = "".join(letter for bit, letter in _PERMS if acl.perms & bit)
+    return f"{scheme}:{ident}:{perms}"
+
+
+def kafka_znode_acls(client: KazooClient, walker: TreeWalker) -> dict[str, list[str]]:
+    """The ACLs of Kafka's top-level znodes that exist (``KAFKA_ACL_PATHS``), a few reads in all; a znode
+    whose ACL the auditor may not read maps to ``["unreadable"]``."""
+    acls: dict[str, list[str]] = {}
+    for path in KAFKA_ACL_PATHS:
+        try:
+            found, _stat = walker._with_retry(lambda path=path: client.get_acls(path))
+        except NoNodeError:
+            continue
+        except NoAuthError:
+            acls[path] = ["unreadable"]
+            continue
+        acls[path] = sorted(format_acl(acl) for acl in found)
+    return acls
+
+
 def write_snapshot(
     client: KazooClient,
     settings: ZkSettings,
@@ -776,6 +814,7 @@ def write_snapshot(
         else:
             files = _write_parquet(warehouse, target, walker.batches(), options.file_rows)
         sync_end = walker._with_retry(lambda: _sync_zxid(client, options.request_timeout_s))
+        znode_acls = kafka_znode_acls(client, walker)
     except BaseException:
         warehouse.remove(target)
         raise
@@ -809,6 +848,7 @@ def write_snapshot(
         "znodes_per_second": round(stats.znodes / elapsed, 1) if elapsed else None,
         "peak_rss_mb": round(stats.peak_rss_mb, 1),
         "options": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(options).items()},
+        "znode_acls": znode_acls,
         "files": files,
         "workers": workers or [{"worker": 0, "znodes": stats.znodes, "reads": stats.reads,
                                 "seconds": round(elapsed, 3), "peak_rss_mb": round(stats.peak_rss_mb, 1)}],

@@ -40,13 +40,13 @@ def root_paths(era: Era) -> list[str]:
         paths.append("/latest_producer_id_block")
     if era.at_least(1, 0, 0):
         paths.append("/log_dir_event_notification")
-    if era.acl_resource_types:
+    if era.acl_resource_types and era.secured:
         paths += ["/kafka-acl", *(f"/kafka-acl/{kind}" for kind in era.acl_resource_types), "/kafka-acl-changes"]
-    if era.at_least(2, 0, 0):
+    if era.at_least(2, 0, 0) and era.secured:
         paths += ["/kafka-acl-extended", "/kafka-acl-extended/prefixed"]
         paths += [f"/kafka-acl-extended/prefixed/{kind}" for kind in era.acl_resource_types]
         paths.append("/kafka-acl-extended-changes")
-    if era.delegation_token_version:
+    if era.delegation_token_version and era.secured:
         paths += ["/delegation_token", "/delegation_token/tokens", "/delegation_token/token_changes"]
     return paths
 
@@ -163,9 +163,9 @@ def write_extras(writer: BatchWriter, encoder: Encoder, model: ClusterModel, rng
         if era.config_change_format == "string" and entity_type != "topics":
             continue
         writer.create("/config/changes/config_change_", encoder.config_change(entity_type, entity_name), sequence=True)
-    if era.acl_resource_types:
+    if era.acl_resource_types and era.secured:
         _write_acls(writer, encoder, model)
-    if era.delegation_token_version:
+    if era.delegation_token_version and era.secured:
         token_id = random_uuid(rng)
         issued = model.now_ms - rng.randint(60_000, 86_400_000)
         writer.create(f"/delegation_token/tokens/{token_id}", encoder.delegation_token(
@@ -176,7 +176,7 @@ def write_extras(writer: BatchWriter, encoder: Encoder, model: ClusterModel, rng
 
 def _write_user_configs(writer: BatchWriter, encoder: Encoder, era: Era, rng: random.Random) -> None:
     alice: dict[str, str] = {"producer_byte_rate": "4194304"}
-    if era.at_least(1, 0, 0):
+    if era.at_least(1, 0, 0) and era.secured:
         salt = format(rng.getrandbits(130), "x").encode()
         alice = {"SCRAM-SHA-256": scram_credential("alice-secret", salt)}
     writer.create("/config/users/alice", encoder.config(alice))

@@ -659,6 +659,9 @@ def _with(state: PartitionState, **changes: object) -> PartitionState:
     return dataclasses.replace(state, **changes)  # type: ignore[arg-type]
 
 
-missing = set(CHECK_IDS) - set(PLANTERS)
+# The health checks of a ZK -> KRaft migration in flight need the cluster in a migration phase, not a plant on a
+# healthy cluster: readiness_plants' scenario helpers (waiting, initial load, dual writes, reverted) make those.
+MIGRATION_HEALTH_CHECKS = frozenset(check_id for check_id in CHECK_IDS if check_id.startswith("migration_"))
+missing = set(CHECK_IDS) - set(PLANTERS) - MIGRATION_HEALTH_CHECKS
 if missing:  # pragma: no cover - a catalogue change without a plant
     raise RuntimeError(f"no plant for: {', '.join(sorted(missing))}")

@@ -12,10 +12,16 @@ Each era names the Kafka release whose writers it imitates (kafka-zk-layout.md):
 | 2.8 | 2.8 | v5 | v3 (topic_id) | v1 | v2 | /feature v1, ips |
 | 3.x | 3.7 | v5 | v3 (topic_id) | v2 | v2 | /feature v2, tokens v3 |
 | 3.x-migration | 3.7 during ZK→KRaft | v5 | v3 | v2, persistent, KRaft owner | v2 | /migration |
+| 3.9 | 3.9.0, unsecured | v5 | v3 (topic_id) | v2 | v2 | /feature v2; no ACLs, SCRAM or tokens |
 
 The 0.8 era writes what 0.8.0 brokers write (hand-built JSON with sorted keys and spaces) plus the
 topic configs, config changes and delete markers of the 0.8.1 admin tools, so that every topic has
 its ``/config/topics/<t>`` as in every later era.
+
+Every era but 3.9 is a secured cluster: an authorizer's ACLs, SCRAM credentials and a delegation
+token in ZooKeeper, as far as its release has them (``Era.secured``). The 3.9 era is a cluster ready
+for a ZK→KRaft migration to 3.9: the encodings of the 3.x era and nothing such a migration must
+treat specially (no ACLs, SCRAM credentials or tokens).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ class Era:
     release: Release
     handbuilt_json: bool = False
     kraft_migration: bool = False
+    secured: bool = True  # an authorizer's ACLs, SCRAM credentials and a delegation token
 
     def at_least(self, *release: int) -> bool:
         return self.release >= tuple(release)
@@ -133,6 +140,7 @@ ERAS: dict[str, Era] = {
         Era("2.8", (2, 8, 2)),
         Era("3.x", (3, 7, 1)),
         Era("3.x-migration", (3, 7, 1), kraft_migration=True),
+        Era("3.9", (3, 9, 0), secured=False),
     )
 }
 

@@ -620,7 +620,8 @@ def test_controller_epoch_cluster_id_feature_migration(tables):
     assert tables["migration"] == [
         {
             "version": 0, "kraft_controller_id": 3000, "kraft_controller_epoch": 1,
-            "kraft_metadata_offset": 1234567890123, "kraft_metadata_epoch": 5, "path": "/migration",
+            "kraft_metadata_offset": 1234567890123, "kraft_metadata_epoch": 5, "mtime": 1700000000000,
+            "path": "/migration",
             "mzxid": 0x100, "ctime": DEFAULT_CTIME,
         }
     ]  # fmt: skip

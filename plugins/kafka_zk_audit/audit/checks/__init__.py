@@ -15,7 +15,7 @@ from functools import reduce
 
 from pyspark.sql import DataFrame
 
-from kafka_zk_audit.audit.checks import admin, brokers_topics, consumers, controller, partitions, znodes
+from kafka_zk_audit.audit.checks import admin, brokers_topics, consumers, controller, migration, partitions, znodes
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
 from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, TABLES
 from kafka_zk_audit.contract.settings import AuditConfig
@@ -40,6 +40,12 @@ CHECK_FUNCTIONS: dict[str, Callable[..., DataFrame]] = {
     "controller_not_alive": controller.controller_not_alive,
     "controller_session_mismatch": controller.controller_session_mismatch,
     "controller_epoch_regressed": controller.controller_epoch_regressed,
+    # Migration in flight
+    "migration_dual_write_stalled": migration.migration_dual_write_stalled,
+    "migration_stuck": migration.migration_stuck,
+    "migration_crash_loop": migration.migration_crash_loop,
+    "migration_rolled_back": migration.migration_rolled_back,
+    "migration_offset_regressed": migration.migration_offset_regressed,
     # Brokers and topics
     "broker_registration_not_ephemeral": brokers_topics.broker_registration_not_ephemeral,
     "broker_endpoint_conflict": brokers_topics.broker_endpoint_conflict,
@@ -117,6 +123,21 @@ _CALLS: dict[str, Callable[[CheckInputs], DataFrame]] = {
     ),
     "controller_epoch_regressed": lambda i: controller.controller_epoch_regressed(
         i.tables["controller_epoch"], i.before("controller_epoch")
+    ),
+    "migration_dual_write_stalled": lambda i: migration.migration_dual_write_stalled(
+        i.tables["migration"], i.tables["controller"], i.now_ms, _ms(i.config.migration.dual_write_stale_after)
+    ),
+    "migration_stuck": lambda i: migration.migration_stuck(
+        i.tables["migration"], i.tables["controller"], i.now_ms, _ms(i.config.migration.load_stuck_after)
+    ),
+    "migration_crash_loop": lambda i: migration.migration_crash_loop(
+        i.tables["migration"], i.tables["controller"], i.before("migration"), i.before("controller")
+    ),
+    "migration_rolled_back": lambda i: migration.migration_rolled_back(
+        i.tables["migration"], i.tables["controller"], i.before("migration"), i.before("controller")
+    ),
+    "migration_offset_regressed": lambda i: migration.migration_offset_regressed(
+        i.tables["migration"], i.before("migration")
     ),
     "broker_registration_not_ephemeral": lambda i: brokers_topics.broker_registration_not_ephemeral(
         i.tables["brokers"]

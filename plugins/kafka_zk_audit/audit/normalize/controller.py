@@ -117,6 +117,7 @@ def _migration(znodes: DataFrame) -> DataFrame:
         "migration",
         field_of("version").alias("version"),
         *(field_of(name).alias(name) for name in names),
+        F.col("mtime"),  # the last dual write (every KRaft metadata batch updates /migration)
     )
 
 

@@ -1,0 +1,185 @@
+"""The health of a ZooKeeper → KRaft migration in flight (KIP-866), from /migration and /controller.
+
+What the tree shows (apache/kafka 3.4–3.9): a migration-enabled controller creates ``/migration`` with
+every value −1; the active KRaft controller claims ``/controller`` (persistent, its Raft epoch in
+``kraftControllerEpoch``); the initial load ends with ``kraft_metadata_offset`` > 0; from then on every
+metadata batch the KRaft quorum commits, no-op records included (one every
+``metadata.max.idle.interval.ms``, 500 ms by default), is written to ZooKeeper and ends with a setData on
+``/migration`` (KRaftMigrationDriver.MetadataChangeEvent → setMigrationRecoveryState), so its mtime is the
+last dual write. These checks return nothing on a cluster that is not migrating.
+
+``migration_phase`` names the phase for the readiness report (pure Python over the two rows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from kafka_zk_audit.audit.checks.common import empty_output, kraft_controller, previous_snapshot, say, to_output
+
+MIGRATION_PATH = "/migration"
+
+
+def _duration(ms: Column) -> Column:
+    """Milliseconds as e.g. '2h 05m 10s' for detail sentences."""
+    seconds = (ms / 1000).cast("long")
+    return F.format_string("%dh %02dm %02ds", (seconds / 3600).cast("long"), ((seconds % 3600) / 60).cast("long"),
+                           seconds % 60)
+
+
+def _instant(ms: Column) -> Column:
+    return F.date_format(F.timestamp_millis(ms), "yyyy-MM-dd HH:mm:ss 'UTC'")
+
+
+def _controller_state(controller: DataFrame) -> DataFrame:
+    """One row: whether a KRaft controller holds /controller, and whether a ZooKeeper-mode one does."""
+    return controller.agg(
+        F.coalesce(F.max(kraft_controller()), F.lit(False)).alias("kraft_holds_controller"),
+        F.coalesce(F.max(~kraft_controller()), F.lit(False)).alias("zk_holds_controller"),
+        F.max("broker_id").alias("controller_id"),
+    )
+
+
+def migration_dual_write_stalled(migration: DataFrame, controller: DataFrame, now_ms: int, stale_ms: int) -> DataFrame:
+    """During dual writes (offset > 0, a KRaft controller on /controller) /migration changes at least every
+    ``stale_ms``: every committed KRaft batch, no-op records included, ends with a write to it."""
+    rows = (
+        migration.crossJoin(_controller_state(controller))
+        .where((F.col("kraft_metadata_offset") > 0) & F.col("kraft_holds_controller"))
+        .where(F.col("mtime").isNotNull() & (F.lit(now_ms) - F.col("mtime") > F.lit(stale_ms)))
+    )
+    return to_output(
+        rows, "migration_dual_write_stalled", path="path", broker_id="kraft_controller_id",
+        detail=say("dual writes stopped: /migration (offset %s) last changed at %s, %s before the snapshot, while "
+                   "KRaft controller %s holds /controller", "kraft_metadata_offset", _instant(F.col("mtime")),
+                   _duration(F.lit(now_ms) - F.col("mtime")), "kraft_controller_id"),
+    )
+
+
+def migration_stuck(migration: DataFrame, controller: DataFrame, now_ms: int, stuck_ms: int) -> DataFrame:
+    """A migration that has not finished its initial load (offset −1) moves on within ``stuck_ms``: waiting
+    for the brokers (a ZooKeeper-mode controller still on /controller) or loading (a KRaft one)."""
+    rows = (
+        migration.crossJoin(_controller_state(controller))
+        .where(F.coalesce(F.col("kraft_metadata_offset"), F.lit(-1)) < 0)
+        .where(F.col("mtime").isNotNull() & (F.lit(now_ms) - F.col("mtime") > F.lit(stuck_ms)))
+        .withColumn("phase", F.when(F.col("kraft_holds_controller"), F.lit("the initial metadata load"))
+                    .otherwise(F.lit("waiting for every ZooKeeper broker to register with the migration enabled")))
+    )
+    return to_output(
+        rows, "migration_stuck", path="path",
+        detail=say("the migration has been in %s since %s (%s before the snapshot); /migration offset is still -1",
+                   "phase", _instant(F.col("mtime")), _duration(F.lit(now_ms) - F.col("mtime"))),
+    )
+
+
+def _with_previous(migration: DataFrame, controller: DataFrame, previous_migration: DataFrame,
+                   previous_controller: DataFrame) -> DataFrame:
+    """This snapshot's /migration and controller state beside the previous snapshot's, when /migration is
+    the same znode (same ctime: a new attempt recreates it)."""
+    before = previous_migration.select(
+        F.col("kraft_metadata_offset").alias("previous_offset"),
+        F.col("kraft_controller_epoch").alias("previous_kraft_epoch"),
+        F.col("ctime").alias("previous_ctime"),
+        previous_snapshot(previous_migration).alias("previous_snapshot"),
+    ).crossJoin(_controller_state(previous_controller).select(
+        F.col("kraft_holds_controller").alias("previous_kraft_holds_controller")))
+    return (
+        migration.crossJoin(_controller_state(controller))
+        .crossJoin(before)
+        .where(F.col("ctime") == F.col("previous_ctime"))
+    )
+
+
+def migration_crash_loop(migration: DataFrame, controller: DataFrame, previous_migration: DataFrame | None,
+                         previous_controller: DataFrame | None) -> DataFrame:
+    """The initial load restarts under a new KRaft leader without completing: a KRaft controller held
+    /controller in the previous snapshot and holds it now, the offset is still −1, and the KRaft controller
+    epoch in /migration rose (each new leader claims /controller and starts the load over; the first claim,
+    after waiting for the brokers, is no restart)."""
+    if previous_migration is None or previous_controller is None:
+        return empty_output(migration, "migration_crash_loop")
+    rows = _with_previous(migration, controller, previous_migration, previous_controller).where(
+        F.col("kraft_holds_controller") & F.col("previous_kraft_holds_controller")
+        & (F.coalesce(F.col("kraft_metadata_offset"), F.lit(-1)) < 0)
+        & (F.coalesce(F.col("previous_offset"), F.lit(-1)) < 0)
+        & (F.col("kraft_controller_epoch") > F.col("previous_kraft_epoch"))
+    )
+    return to_output(
+        rows, "migration_crash_loop", path="path", broker_id="kraft_controller_id",
+        detail=say("the initial load restarted without completing: KRaft controller epoch %s -> %s since the "
+                   "previous snapshot%s, /migration offset still -1", "previous_kraft_epoch",
+                   "kraft_controller_epoch", "previous_snapshot"),
+    )
+
+
+def migration_rolled_back(migration: DataFrame, controller: DataFrame, previous_migration: DataFrame | None,
+                          previous_controller: DataFrame | None) -> DataFrame:
+    """A ZooKeeper-mode controller took /controller back while /migration shows completed dual writes
+    (offset > 0), after the previous snapshot saw a KRaft controller there: a rollback, or two controllers
+    writing (split brain)."""
+    if previous_migration is None or previous_controller is None:
+        return empty_output(migration, "migration_rolled_back")
+    rows = _with_previous(migration, controller, previous_migration, previous_controller).where(
+        F.col("zk_holds_controller")
+        & (F.col("kraft_metadata_offset") > 0)
+        & F.col("previous_kraft_holds_controller")
+    )
+    return to_output(
+        rows, "migration_rolled_back", path=F.lit("/controller"), broker_id="controller_id",
+        detail=say("ZooKeeper-mode broker %s holds /controller while /migration records dual writes up to offset %s; "
+                   "the previous snapshot%s had a KRaft controller there", "controller_id",
+                   "kraft_metadata_offset", "previous_snapshot"),
+    )
+
+
+def migration_offset_regressed(migration: DataFrame, previous_migration: DataFrame | None) -> DataFrame:
+    """The KRaft metadata offset in /migration only grows while the znode lives (KRaft offsets never go back)."""
+    if previous_migration is None:
+        return empty_output(migration, "migration_offset_regressed")
+    before = previous_migration.select(
+        F.col("kraft_metadata_offset").alias("previous_offset"), F.col("ctime").alias("previous_ctime"),
+        previous_snapshot(previous_migration).alias("previous_snapshot"),
+    )
+    rows = (
+        migration.crossJoin(before)
+        .where((F.col("ctime") == F.col("previous_ctime")) & (F.col("previous_offset") > 0))
+        .where(F.col("kraft_metadata_offset") < F.col("previous_offset"))
+    )
+    return to_output(
+        rows, "migration_offset_regressed", path="path",
+        detail=say("/migration offset %s < %s in the previous snapshot%s", "kraft_metadata_offset",
+                   "previous_offset", "previous_snapshot"),
+    )
+
+
+def migration_phase(migration: Mapping[str, Any] | None, controller: Mapping[str, Any] | None) -> dict[str, str]:
+    """The phase of a ZK → KRaft migration from the /migration row and the /controller row (either may be None).
+
+    ``not_started`` (no /migration), ``waiting_for_brokers`` (offset −1, a ZooKeeper-mode controller),
+    ``initial_load`` (offset −1, a KRaft controller), ``dual_write`` (offset > 0, a KRaft controller),
+    ``reverted`` (offset > 0, a ZooKeeper-mode controller: a reverted attempt left /migration, or a rollback),
+    ``unknown`` (anything else).
+    """
+    if migration is None:
+        return {"phase": "not_started", "detail": "no /migration znode"}
+    offset = migration.get("kraft_metadata_offset")
+    offset = -1 if offset is None else int(offset)
+    kraft = bool(controller) and controller.get("is_ephemeral") is False and (
+        controller.get("kraft_controller_epoch") is not None and controller["kraft_controller_epoch"] >= 0)
+    who = "no controller" if not controller else (
+        f"KRaft controller {controller.get('broker_id')} (epoch {controller.get('kraft_controller_epoch')})" if kraft
+        else f"ZooKeeper-mode controller {controller.get('broker_id')}")
+    if offset < 0 and controller and not kraft:
+        return {"phase": "waiting_for_brokers", "detail": f"/migration offset -1; {who} holds /controller"}
+    if offset < 0 and kraft:
+        return {"phase": "initial_load", "detail": f"/migration offset -1; {who} holds /controller"}
+    if offset > 0 and kraft:
+        return {"phase": "dual_write", "detail": f"/migration offset {offset}; {who} holds /controller"}
+    if offset > 0 and controller:
+        return {"phase": "reverted", "detail": f"/migration offset {offset}; {who} holds /controller"}
+    return {"phase": "unknown", "detail": f"/migration offset {offset}; {who}"}

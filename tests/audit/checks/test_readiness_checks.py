@@ -1,0 +1,408 @@
+"""Each readiness check on small frames (real Spark), and run_readiness on a clean 3.9-era snapshot.
+
+The expected rows come from the reference note (notes/kraft-migration-readiness.md) and the znode
+formats Kafka writes (ZkData.scala), not from the code under test.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+from kafka_zk_audit.audit.checks import readiness as checks
+from kafka_zk_audit.audit.normalize import normalize
+from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, READINESS, SNAPSHOT, TABLES
+
+pytestmark = pytest.mark.spark
+
+TOPIC_ID = "sKbFfR5lQ3SSCvzDK7SNfg"
+
+
+def frame(spark: SparkSession, schema: StructType, rows: list[dict[str, Any]]) -> DataFrame:
+    records = [{column: row.get(column) for column in schema.names} for row in rows]
+    return spark.createDataFrame(pa.Table.from_pylist(records, schema=to_arrow_schema(schema)))
+
+
+def table(spark: SparkSession, name: str, rows: list[dict[str, Any]] | None = None) -> DataFrame:
+    return frame(spark, TABLES[name], rows or [])
+
+
+def subjects(rows: DataFrame, *columns: str) -> list[tuple]:
+    assert [(f.name, f.dataType) for f in rows.schema] == [(f.name, f.dataType) for f in CHECK_OUTPUT]
+    found = [tuple(row[c] for c in columns) for row in rows.collect()]
+    return sorted(found, key=lambda subject: [(value is None, str(value)) for value in subject])
+
+
+def brk(broker_id: int, version: int = 5, listeners: tuple[str, ...] = ("PLAINTEXT",)) -> dict[str, Any]:
+    return {"broker_id": broker_id, "version": version, "path": f"/brokers/ids/{broker_id}", "is_ephemeral": True,
+            "endpoints": [{"listener": name, "security_protocol": "PLAINTEXT", "host": "h", "port": 9092 + i}
+                          for i, name in enumerate(listeners)]}
+
+
+def cfg(entity_type: str, entity_name: str, config: dict[str, str] | None) -> dict[str, Any]:
+    return {"entity_type": entity_type, "entity_name": entity_name, "version": 1, "config": config,
+            "path": f"/config/{entity_type.split('/')[0]}/{entity_name.replace('/', '/clients/', 1)}"
+            if entity_type == "users/clients" else f"/config/{entity_type}/{entity_name}"}
+
+
+# --- R01 ----------------------------------------------------------------------------------------------------
+
+
+def test_migration_leftover_only_with_a_zk_mode_controller_and_an_offset(spark: SparkSession) -> None:
+    migration = table(spark, "migration", [{"version": 0, "kraft_controller_id": 3000, "kraft_controller_epoch": 5,
+                                            "kraft_metadata_offset": 1234, "kraft_metadata_epoch": 5,
+                                            "path": "/migration"}])
+    zk_controller = table(spark, "controller", [{"broker_id": 1, "version": 2, "kraft_controller_epoch": -1,
+                                                 "is_ephemeral": True, "session": 7, "path": "/controller"}])
+    kraft_controller = table(spark, "controller", [{"broker_id": 3000, "version": 2, "kraft_controller_epoch": 5,
+                                                    "is_ephemeral": False, "session": 0, "path": "/controller"}])
+    assert subjects(checks.kraft_migration_leftover(migration, zk_controller), "path") == [("/migration",)]
+    assert subjects(checks.kraft_migration_leftover(migration, kraft_controller), "path") == []  # dual writes
+    waiting = table(spark, "migration", [{"version": 0, "kraft_controller_id": -1, "kraft_controller_epoch": -1,
+                                          "kraft_metadata_offset": -1, "kraft_metadata_epoch": -1,
+                                          "path": "/migration"}])
+    assert subjects(checks.kraft_migration_leftover(waiting, zk_controller), "path") == []
+
+
+# --- R02, R03, R04, R05, R06 -------------------------------------------------------------------------------
+
+
+def test_replicas_on_unregistered_brokers(spark: SparkSession) -> None:
+    assignments = table(spark, "assignments", [
+        {"topic": "a", "partition": 0, "replicas": [1, 2], "path": "/brokers/topics/a"},
+        {"topic": "a", "partition": 1, "replicas": [2, 1001], "path": "/brokers/topics/a"},
+        {"topic": "gone", "partition": 0, "replicas": [9], "path": "/brokers/topics/gone"},
+    ])
+    registered = spark.createDataFrame([(1,), (2,)], "broker_id int")
+    markers = table(spark, "admin_markers", [{"kind": "delete_topic", "topic": "gone",
+                                              "path": "/admin/delete_topics/gone"}])
+    zk = table(spark, "controller", [{"broker_id": 1, "is_ephemeral": True, "kraft_controller_epoch": -1}])
+    rows = checks.kraft_replica_on_unregistered_broker(assignments, registered, markers, zk)
+    assert subjects(rows, "topic", "partition", "broker_id") == [("a", 1, 1001)]
+    kraft = table(spark, "controller", [{"broker_id": 3000, "is_ephemeral": False, "kraft_controller_epoch": 4}])
+    assert subjects(checks.kraft_replica_on_unregistered_broker(assignments, registered, markers, kraft), "topic") == []
+
+
+def test_registered_ids_come_from_the_children_of_brokers_ids(spark: SparkSession) -> None:
+    snapshot = frame(spark, SNAPSHOT, [{"path": "/brokers/ids"}, {"path": "/brokers/ids/7"},
+                                       {"path": "/brokers/ids/x"}, {"path": "/brokers/seqid"}])
+    ids = checks.registered_broker_ids(snapshot, table(spark, "brokers", [brk(1)]))
+    assert sorted(row.broker_id for row in ids.collect()) == [1, 7]
+
+
+def test_topics_without_id(spark: SparkSession) -> None:
+    topics = table(spark, "topics", [
+        {"topic": "ok", "version": 3, "topic_id": TOPIC_ID, "path": "/brokers/topics/ok"},
+        {"topic": "v3-no-id", "version": 3, "topic_id": None, "path": "/brokers/topics/v3-no-id"},
+        {"topic": "old", "version": 1, "path": "/brokers/topics/old"},
+        {"topic": "bad-id", "version": 3, "topic_id": "not-an-id", "path": "/brokers/topics/bad-id"},
+        {"topic": "deleting", "version": 1, "path": "/brokers/topics/deleting"},
+    ])
+    malformed = table(spark, "malformed_znodes", [
+        {"kind": "topic", "reason": "not valid JSON", "path": "/brokers/topics/broken"},
+        {"kind": "broker", "reason": "not valid JSON", "path": "/brokers/ids/1"},
+    ])
+    markers = table(spark, "admin_markers", [{"kind": "delete_topic", "topic": "deleting",
+                                              "path": "/admin/delete_topics/deleting"}])
+    rows = checks.kraft_topic_without_id(topics, malformed, markers)
+    assert subjects(rows, "topic", "path") == [
+        ("bad-id", "/brokers/topics/bad-id"), ("broken", "/brokers/topics/broken"), ("old", "/brokers/topics/old"),
+        ("v3-no-id", "/brokers/topics/v3-no-id"),
+    ]
+
+
+def test_partition_state_missing(spark: SparkSession) -> None:
+    def part(topic: str, p: int, has_state: bool) -> dict[str, Any]:
+        return {"topic": topic, "partition": p, "replicas": [1], "assigned": True, "has_state": has_state,
+                "path": f"/brokers/topics/{topic}/partitions/{p}/state" if has_state else f"/brokers/topics/{topic}"}
+
+    partitions = table(spark, "partitions", [part("a", 0, True), part("a", 1, False), part("b", 0, False),
+                                             part("c", 0, False), part("d", 0, False)])
+    markers = table(spark, "admin_markers", [{"kind": "delete_topic", "topic": "d", "path": "/admin/delete_topics/d"}])
+    malformed = table(spark, "malformed_znodes", [{"kind": "partition_state", "reason": "x",
+                                                   "path": "/brokers/topics/b/partitions/0/state"}])
+    unreadable = table(spark, "unreadable_znodes", [{"reason": "no_read_permission",
+                                                     "path": "/brokers/topics/c/partitions"}])
+    rows = checks.kraft_partition_state_missing(partitions, markers, malformed, unreadable)
+    assert subjects(rows, "topic", "partition") == [("a", 1)]
+
+
+def test_pending_deletions_of_existing_topics(spark: SparkSession) -> None:
+    markers = table(spark, "admin_markers", [
+        {"kind": "delete_topic", "topic": "live", "path": "/admin/delete_topics/live"},
+        {"kind": "delete_topic", "topic": "gone", "path": "/admin/delete_topics/gone"},
+        {"kind": "delete_topic", "topic": "broken", "path": "/admin/delete_topics/broken"},
+    ])
+    topics = table(spark, "topics", [{"topic": "live", "version": 3, "topic_id": TOPIC_ID}])
+    malformed = table(spark, "malformed_znodes", [{"kind": "topic", "path": "/brokers/topics/broken"}])
+    rows = checks.kraft_pending_topic_deletion(markers, topics, malformed)
+    assert subjects(rows, "topic", "path") == [("broken", "/admin/delete_topics/broken"),
+                                               ("live", "/admin/delete_topics/live")]
+
+
+def test_reassignments_in_flight(spark: SparkSession) -> None:
+    assignments = table(spark, "assignments", [
+        {"topic": "a", "partition": 0, "replicas": [1, 2, 3], "adding_replicas": [3], "path": "/brokers/topics/a"},
+        {"topic": "a", "partition": 1, "replicas": [1, 2], "adding_replicas": [], "removing_replicas": [],
+         "path": "/brokers/topics/a"},
+        {"topic": "b", "partition": 0, "replicas": [1], "path": "/brokers/topics/b"},
+    ])
+    markers = table(spark, "admin_markers", [
+        {"kind": "reassignment", "topic": "a", "partition": 0, "replicas": [1, 3],
+         "path": "/admin/reassign_partitions"},
+        {"kind": "reassignment", "topic": "b", "partition": 0, "replicas": [2], "path": "/admin/reassign_partitions"},
+        {"kind": "preferred_election", "topic": "a", "partition": 1, "path": "/admin/preferred_replica_election"},
+    ])
+    rows = checks.kraft_reassignment_in_flight(assignments, markers)
+    assert subjects(rows, "topic", "partition") == [("a", 0), ("b", 0)]  # one row per partition
+
+
+# --- R07 to R12 (configs: secrets fingerprinted, so key names only) -----------------------------------------
+
+
+FINGERPRINT = "hmac-sha256:0f0f"
+
+
+def test_scram_users_by_key_name(spark: SparkSession) -> None:
+    configs = table(spark, "configs", [
+        cfg("users", "alice", {"SCRAM-SHA-512": FINGERPRINT, "producer_byte_rate": "1024"}),
+        cfg("users", "bob", {"producer_byte_rate": "1024"}),
+        cfg("clients", "c", {"SCRAM-SHA-256": "x"}),
+    ])
+    assert subjects(checks.kraft_scram_credentials(configs), "path") == [("/config/users/alice",)]
+
+
+def test_acls_one_row_per_resource_znode_and_unknown_types(spark: SparkSession) -> None:
+    def acl(path: str, resource_type: str, name: str, principal: str, pattern: str = "literal") -> dict[str, Any]:
+        return {"pattern_type": pattern, "resource_type": resource_type, "resource_name": name,
+                "principal": principal, "permission_type": "Allow", "operation": "Read", "host": "*", "path": path}
+
+    acls = table(spark, "acls", [
+        acl("/kafka-acl/Topic/t", "Topic", "t", "User:a"), acl("/kafka-acl/Topic/t", "Topic", "t", "User:b"),
+        acl("/kafka-acl-extended/prefixed/Group/g", "Group", "g", "User:a", "prefixed"),
+        acl("/kafka-acl/Widget/w", "Widget", "w", "User:a"),
+    ])
+    assert subjects(checks.kraft_acls_present(acls), "path") == [("/kafka-acl-extended/prefixed/Group/g",),
+                                                                 ("/kafka-acl/Topic/t",)]
+    assert subjects(checks.kraft_acl_unknown_resource_type(acls), "path") == [("/kafka-acl/Widget/w",)]
+
+
+def test_delegation_tokens(spark: SparkSession) -> None:
+    tokens = table(spark, "delegation_tokens", [{"token_id": "tok", "path": "/delegation_token/tokens/tok"}])
+    assert subjects(checks.kraft_delegation_tokens(tokens), "path") == [("/delegation_token/tokens/tok",)]
+
+
+def test_encrypted_passwords_by_key_name(spark: SparkSession) -> None:
+    configs = table(spark, "configs", [
+        cfg("brokers", "1", {"listener.name.external.ssl.keystore.password": FINGERPRINT}),
+        cfg("brokers", "<default>", {"ssl.key.password": "[redacted]", "log.cleaner.threads": "2"}),
+        cfg("brokers", "2", {"log.cleaner.threads": "2"}),
+        cfg("topics", "t", {"ssl.key.password": "x"}),
+    ])
+    rows = checks.kraft_encrypted_passwords(configs)
+    assert subjects(rows, "broker_id", "path") == [(1, "/config/brokers/1"), (None, "/config/brokers/<default>")]
+    assert all(FINGERPRINT not in row.detail for row in rows.collect())
+
+
+def test_default_broker_config(spark: SparkSession) -> None:
+    configs = table(spark, "configs", [cfg("brokers", "<default>", {"log.cleaner.threads": "2"}),
+                                       cfg("brokers", "1", {"log.cleaner.threads": "2"})])
+    empty = table(spark, "configs", [cfg("brokers", "<default>", {})])
+    assert subjects(checks.kraft_default_broker_config(configs), "path") == [("/config/brokers/<default>",)]
+    assert subjects(checks.kraft_default_broker_config(empty), "path") == []
+
+
+def test_quota_values_must_be_numbers(spark: SparkSession) -> None:
+    configs = table(spark, "configs", [
+        cfg("users", "alice", {"producer_byte_rate": "1024", "SCRAM-SHA-256": FINGERPRINT}),
+        cfg("users", "bob", {"producer_byte_rate": "lots"}),
+        cfg("clients", "c1", {"consumer_byte_rate": "1e6", "request_percentage": " 12.5 "}),
+        cfg("clients", "c2", {"consumer_byte_rate": "10MB"}),
+        cfg("users/clients", "u/c", {"producer_byte_rate": ""}),
+        cfg("ips", "10.0.0.1", {"connection_creation_rate": "5d"}),
+        cfg("users", "secret", {"password": FINGERPRINT}),
+        cfg("topics", "t", {"retention.ms": "forever"}),
+    ])
+    rows = checks.kraft_quota_invalid(configs)
+    assert subjects(rows, "path") == [("/config/clients/c2",), ("/config/users/bob",),
+                                      ("/config/users/u/clients/c",)]
+    assert any("producer_byte_rate=lots" in row.detail for row in rows.collect())
+
+
+def test_quota_entities_with_default_or_sanitized_names(spark: SparkSession) -> None:
+    configs = table(spark, "configs", [
+        cfg("users", "<default>", {"producer_byte_rate": "1024"}),
+        cfg("users", "CN%3Dalice", {"producer_byte_rate": "1024"}),
+        cfg("users", "scram%40only", {"SCRAM-SHA-256": FINGERPRINT}),
+        cfg("users/clients", "bob/<default>", {"producer_byte_rate": "1"}),
+        cfg("clients", "plain", {"consumer_byte_rate": "1"}),
+        cfg("brokers", "<default>", {"log.cleaner.threads": "2"}),
+    ])
+    assert subjects(checks.kraft_quota_odd_entity_name(configs), "path") == [
+        ("/config/users/<default>",), ("/config/users/CN%3Dalice",), ("/config/users/bob/clients/<default>",),
+    ]
+
+
+# --- R13, R15, R16 -------------------------------------------------------------------------------------------
+
+
+def test_no_common_listener(spark: SparkSession) -> None:
+    shared = table(spark, "brokers", [brk(1, listeners=("INTERNAL", "EXTERNAL")), brk(2, listeners=("INTERNAL",))])
+    missing = table(spark, "brokers", [brk(1, listeners=("INTERNAL", "EXTERNAL")), brk(2, listeners=("EXTERNAL",)),
+                                       brk(3, listeners=("INTERNAL",))])
+    assert subjects(checks.kraft_no_common_listener(shared), "path") == []
+    assert subjects(checks.kraft_no_common_listener(table(spark, "brokers")), "path") == []
+    rows = checks.kraft_no_common_listener(missing)
+    assert subjects(rows, "path") == [("/brokers/ids",)]
+    assert "3: INTERNAL" in rows.collect()[0].detail
+
+
+def test_generated_broker_ids(spark: SparkSession) -> None:
+    brokers = table(spark, "brokers", [brk(1), brk(1000), brk(1001)])
+    used = frame(spark, SNAPSHOT, [{"path": "/brokers/seqid", "version": 2}])
+    unused = frame(spark, SNAPSHOT, [{"path": "/brokers/seqid", "version": 0}])
+    assert subjects(checks.kraft_generated_broker_ids(brokers, used), "broker_id", "path") == [
+        (1001, "/brokers/ids/1001"), (None, "/brokers/seqid")]
+    assert subjects(checks.kraft_generated_broker_ids(brokers, unused), "broker_id") == [(1001,)]
+
+
+def test_ibp_lower_bounds(spark: SparkSession) -> None:
+    brokers = table(spark, "brokers", [brk(0, version=0), brk(1, version=1), brk(4, version=4), brk(5)])
+    none = table(spark, "malformed_znodes")
+    unread = table(spark, "unreadable_znodes")
+    enabled_v2 = table(spark, "feature", [{"version": 2, "status": 1, "features": "{}", "path": "/feature"}])
+    assert subjects(checks.kraft_ibp_too_low(brokers, enabled_v2, none, unread), "broker_id", "path") == [
+        (0, "/brokers/ids/0"), (1, "/brokers/ids/1"), (4, "/brokers/ids/4")]
+    v5 = table(spark, "brokers", [brk(5)])
+    for feature in ({"version": 1, "status": 1}, {"version": 2, "status": 0}):
+        rows = checks.kraft_ibp_too_low(v5, table(spark, "feature", [{**feature, "path": "/feature"}]), none, unread)
+        assert subjects(rows, "path") == [("/feature",)]
+    absent = checks.kraft_ibp_too_low(v5, table(spark, "feature"), none, unread)
+    assert subjects(absent, "path") == [("/feature",)] and "absent" in absent.collect()[0].detail
+    hidden = table(spark, "unreadable_znodes", [{"path": "/feature", "reason": "no_read_permission"}])
+    assert subjects(checks.kraft_ibp_too_low(v5, table(spark, "feature"), none, hidden), "path") == []
+
+
+# --- R17, R18, R19, R20 --------------------------------------------------------------------------------------
+
+
+def test_cluster_id_and_controller_epoch_missing(spark: SparkSession) -> None:
+    none = table(spark, "malformed_znodes")
+    unread = table(spark, "unreadable_znodes")
+    present = table(spark, "cluster_id", [{"cluster_id": "abc", "version": "1", "path": "/cluster/id"}])
+    assert subjects(checks.kraft_cluster_id_missing(present, none, unread), "path") == []
+    assert subjects(checks.kraft_cluster_id_missing(table(spark, "cluster_id"), none, unread), "path") == [
+        ("/cluster/id",)]
+    broken = table(spark, "malformed_znodes", [{"kind": "controller_epoch", "reason": "not an integer",
+                                                "path": "/controller_epoch"}])
+    rows = checks.kraft_controller_epoch_missing(table(spark, "controller_epoch"), broken, unread).collect()
+    assert [(r.path, r.detail.split(":")[0]) for r in rows] == [
+        ("/controller_epoch", "/controller_epoch is unparseable (not an integer)")]
+    epoch = table(spark, "controller_epoch", [{"epoch": 3, "data_version": 2, "path": "/controller_epoch"}])
+    assert subjects(checks.kraft_controller_epoch_missing(epoch, none, unread), "path") == []
+
+
+def test_producer_id_block_unparseable(spark: SparkSession) -> None:
+    malformed = table(spark, "malformed_znodes", [
+        {"kind": "producer_id_block", "reason": "block_start is not an integer", "path": "/latest_producer_id_block"},
+        {"kind": "topic", "reason": "x", "path": "/brokers/topics/t"},
+    ])
+    assert subjects(checks.kraft_producer_id_block_invalid(malformed), "path") == [("/latest_producer_id_block",)]
+
+
+def test_secured_znodes_hide_digest_hashes(spark: SparkSession) -> None:
+    acls = {
+        "/brokers": ["world:anyone:cdrwa"],
+        "/config": ["sasl:kafka:cdrwa", "world:anyone:r"],
+        "/controller": ["digest:kafka:Zm9vYmFyaGFzaA==:cdrwa"],
+        "/admin": ["world:anyone:cdrw"],
+    }
+    rows = checks.kraft_secured_znodes(spark, acls)
+    assert subjects(rows, "path") == [("/config",), ("/controller",)]
+    assert all("Zm9vYmFyaGFzaA" not in row.detail for row in rows.collect())
+    assert subjects(checks.kraft_secured_znodes(spark, None), "path") == []
+
+
+# --- R14 and the whole run ---------------------------------------------------------------------------------
+
+
+def test_node_ids(spark: SparkSession) -> None:
+    tables = {name: table(spark, name) for name in TABLES}
+    tables["brokers"] = table(spark, "brokers", [brk(1), brk(2)])
+    tables["assignments"] = table(spark, "assignments", [{"topic": "a", "partition": 0, "replicas": [2, 7],
+                                                          "adding_replicas": [9], "removing_replicas": [7]}])
+    tables["configs"] = table(spark, "configs", [cfg("brokers", "11", {"x": "1"}), cfg("brokers", "<default>", {})])
+    assert [row.broker_id for row in checks.node_ids(tables).collect()] == [1, 2, 7, 9, 11]
+
+
+def znode(path: str, data: Any = None, version: int = 0, ephemeral_owner: int = 0) -> dict[str, Any]:
+    raw = None if data is None else (data if isinstance(data, bytes) else json.dumps(data).encode())
+    return {"path": path, "data": raw, "version": version, "ephemeral_owner": ephemeral_owner, "czxid": 1, "mzxid": 1,
+            "ctime": 1, "mtime": 1}
+
+
+def clean_39_snapshot() -> list[dict[str, Any]]:
+    """A clean 3.9-era cluster as Kafka 3.9 writes it (ZkData.scala): brokers v5, topics v3 with topic_id,
+    /feature v2 enabled, cluster id, controller epoch, producer-id block, no ACLs, SCRAM users or tokens."""
+    rows = [znode(p) for p in ("/brokers", "/brokers/ids", "/brokers/topics", "/admin", "/admin/delete_topics",
+                               "/config", "/config/topics", "/config/brokers", "/config/users", "/config/changes",
+                               "/isr_change_notification", "/log_dir_event_notification", "/consumers")]
+    rows.append(znode("/brokers/seqid"))
+    for broker_id in (1, 2, 3):
+        rows.append(znode(f"/brokers/ids/{broker_id}", {
+            "version": 5, "host": f"b{broker_id}", "port": 9092, "jmx_port": -1, "timestamp": "1700000000000",
+            "endpoints": [f"INTERNAL://b{broker_id}:9092", f"EXTERNAL://b{broker_id}.example.com:9093"],
+            "listener_security_protocol_map": {"INTERNAL": "PLAINTEXT", "EXTERNAL": "SSL"},
+            "rack": None, "features": {},
+        }, ephemeral_owner=100 + broker_id))
+    rows.append(znode("/brokers/topics/orders", {"version": 3, "topic_id": TOPIC_ID, "partitions": {"0": [1, 2, 3],
+                      "1": [2, 3, 1]}, "adding_replicas": {}, "removing_replicas": {}}))
+    for p in (0, 1):
+        rows.append(znode("/brokers/topics/orders/partitions"))
+        rows.append(znode(f"/brokers/topics/orders/partitions/{p}"))
+        rows.append(znode(f"/brokers/topics/orders/partitions/{p}/state", {
+            "controller_epoch": 4, "leader": 1 + p, "version": 1, "leader_epoch": 2, "isr": [1, 2, 3]}))
+    rows += [
+        znode("/config/topics/orders", {"version": 1, "config": {}}),
+        znode("/config/brokers/1", {"version": 1, "config": {"log.cleaner.threads": "2"}}),
+        znode("/controller", {"version": 2, "brokerid": 1, "timestamp": "1700000000000", "kraftControllerEpoch": -1},
+              ephemeral_owner=101),
+        znode("/controller_epoch", b"4", version=3),
+        znode("/cluster"), znode("/cluster/id", {"version": "1", "id": "kY7HGzJ9TXaQ2RrGr9DTwg"}),
+        znode("/feature", {"features": {}, "version": 2, "status": 1}),
+        znode("/latest_producer_id_block", {"version": 1, "broker": 1, "block_start": "0", "block_end": "999"}),
+    ]
+    return rows
+
+
+def test_a_clean_39_cluster_is_ready_with_no_row_at_any_target(spark: SparkSession) -> None:
+    snapshot = frame(spark, SNAPSHOT, clean_39_snapshot())
+    tables = normalize(snapshot, persist=False)
+    acls = {"/brokers": ["world:anyone:cdrwa"], "/config": ["world:anyone:cdrwa"]}
+    for target in ("3.4", "3.5.0", "3.6.1", "3.9"):
+        rows = checks.run_readiness(tables, snapshot, {"znode_acls": acls}, target)
+        assert [(f.name, f.dataType) for f in rows.schema] == [(f.name, f.dataType) for f in READINESS]
+        assert rows.collect() == [], target
+    assert [row.broker_id for row in checks.node_ids(tables).collect()] == [1, 2, 3]
+
+
+def test_run_readiness_levels_and_remedies_follow_the_target(spark: SparkSession) -> None:
+    snapshot_rows = clean_39_snapshot()
+    snapshot_rows.append(znode("/admin/delete_topics/orders"))
+    snapshot_rows.append(znode("/config/users/alice", {"version": 1, "config": {"SCRAM-SHA-512": FINGERPRINT}}))
+    snapshot = frame(spark, SNAPSHOT, snapshot_rows)
+    tables = normalize(snapshot, persist=False)
+
+    def levels(target: str) -> dict[str, str]:
+        rows = checks.run_readiness(tables, snapshot, {}, target).collect()
+        assert all(row.remedy and row.condition_id for row in rows)
+        return {row.check_id: row.level for row in rows}
+
+    assert levels("3.4") == {"kraft_pending_topic_deletion": "blocker", "kraft_scram_credentials": "blocker"}
+    assert levels("3.9") == {"kraft_pending_topic_deletion": "warn", "kraft_scram_credentials": "info"}

@@ -1,0 +1,368 @@
+"""ZooKeeper → KRaft migration readiness on simulated clusters, through the real ZooKeeper, snapshot walker,
+normalizer and Spark.
+
+One 3.x cluster carries every readiness plant at once; it is snapshotted once and ``run_readiness`` runs on it
+for two target versions. The expected rows (check, level, subject) are written here from the readiness note
+(/work/shared/notes/kraft-migration-readiness.md §3), not taken from the readiness contract: each plant and
+each condition the base cluster carries must be found on exactly its subject with the note's level, and
+nothing else. A clean 3.9 cluster gives no row; a migration walked through its phases gives R01 only once
+reverted.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+from pyspark.sql import DataFrame, SparkSession
+
+from kafka_zk_audit.audit.checks.migration import migration_phase
+from kafka_zk_audit.audit.checks.readiness import node_ids, run_readiness
+from kafka_zk_audit.audit.normalize import normalize
+from kafka_zk_audit.contract.schemas import READINESS, SNAPSHOT
+from kafka_zk_audit.contract.warehouse import Warehouse
+from kafka_zk_audit.snapshot.connection import ZkSettings
+from kafka_zk_audit.snapshot.walker import write_snapshot
+from kafka_zk_audit_testing.simulator import ClusterSpec, Planted, Simulator
+from kafka_zk_audit_testing.simulator.readiness_plants import (
+    READINESS_PLANTS,
+    SECURED_PATH,
+    advance_dual_write,
+    inherent_readiness,
+    initial_load,
+    plant_readiness,
+    reverted_migration,
+    waiting_for_brokers,
+)
+from tests.audit.checks.test_checks import small_data_settings
+
+pytestmark = [pytest.mark.zk, pytest.mark.spark]
+
+TARGETS = ("3.5.0", "3.9")
+SPEC = dict(brokers=4, racks=2, topics=2, partitions=2, replication_factor=2, groups=1, consumers_per_group=1,
+            threads_per_consumer=1, seed=23)
+Version = tuple[int, int, int]
+
+
+# -- the oracle: levels by target version, from the note's table (§3) and the design's level examples ----------
+def version(text: str) -> Version:
+    """"3.9" -> (3, 9, 0)."""
+    major, minor, patch = ([int(part) for part in text.split(".")] + [0, 0])[:3]
+    return major, minor, patch
+
+
+def always(level: str) -> Callable[[Version], str | None]:
+    return lambda target: level
+
+
+NOTE_LEVELS: dict[str, Callable[[Version], str | None]] = {
+    "kraft_migration_leftover": always("blocker"),  # R01
+    "kraft_replica_on_unregistered_broker": always("blocker"),  # R02
+    "kraft_topic_without_id": always("blocker"),  # R03
+    "kraft_partition_state_missing": always("high"),  # R04
+    "kraft_pending_topic_deletion": lambda t: "blocker" if t < (3, 6, 1) else "warn",  # R05, KAFKA-15605
+    "kraft_reassignment_in_flight": always("warn"),  # R06
+    "kraft_scram_credentials": lambda t: "blocker" if t < (3, 5, 0) else "info",  # R07
+    "kraft_acls_present": lambda t: "blocker" if t < (3, 5, 1) else "info",  # R08, KAFKA-15098
+    "kraft_acl_unknown_resource_type": always("warn"),  # R08: dropped by the migration
+    "kraft_delegation_tokens": lambda t: "blocker" if t < (3, 6, 0) else None,  # R09, KAFKA-15219
+    "kraft_encrypted_passwords": always("high"),  # R10
+    "kraft_default_broker_config": lambda t: "blocker" if (3, 5, 0) <= t <= (3, 5, 1) else None,  # R11
+    "kraft_quota_invalid": always("blocker"),  # R12, first two forms
+    # R12, last form: fixed in 3.6.2 and 3.7.1 (KAFKA-16222, KAFKA-16411).
+    "kraft_quota_odd_entity_name": lambda t: "high" if t < (3, 6, 2) or (3, 7, 0) <= t < (3, 7, 1) else None,
+    "kraft_no_common_listener": always("high"),  # R13
+    "kraft_generated_broker_ids": lambda t: "high" if t >= (3, 9, 0) else None,  # R15, KAFKA-17543
+    "kraft_ibp_too_low": always("blocker"),  # R16
+    "kraft_cluster_id_missing": always("blocker"),  # R17
+    "kraft_controller_epoch_missing": always("blocker"),  # R18
+    "kraft_producer_id_block_invalid": always("blocker"),  # R19
+    "kraft_secured_znodes": always("high"),  # R20
+}
+CONDITION_IDS = {
+    "kraft_migration_leftover": "R01", "kraft_replica_on_unregistered_broker": "R02", "kraft_topic_without_id": "R03",
+    "kraft_partition_state_missing": "R04", "kraft_pending_topic_deletion": "R05",
+    "kraft_reassignment_in_flight": "R06", "kraft_scram_credentials": "R07", "kraft_acls_present": "R08",
+    "kraft_acl_unknown_resource_type": "R08", "kraft_delegation_tokens": "R09", "kraft_encrypted_passwords": "R10",
+    "kraft_default_broker_config": "R11", "kraft_quota_invalid": "R12", "kraft_quota_odd_entity_name": "R12",
+    "kraft_no_common_listener": "R13", "kraft_generated_broker_ids": "R15", "kraft_ibp_too_low": "R16",
+    "kraft_cluster_id_missing": "R17", "kraft_controller_epoch_missing": "R18",
+    "kraft_producer_id_block_invalid": "R19", "kraft_secured_znodes": "R20",
+}
+Row = tuple[str, str | None, str | None, int | None, int | None, str | None]
+
+
+def subject_key(check_id: str, level: str | None, topic: str | None, partition: int | None, broker_id: int | None,
+                path: str | None) -> Row:
+    """(check, level, topic, partition, broker, path): a row whose subject is a topic or a broker is compared
+    on those, the path only counts for the rest (the design's subject column)."""
+    return check_id, level, topic, partition, broker_id, path if topic is None and broker_id is None else None
+
+
+def expected_rows(conditions: list[Planted], target: str) -> set[Row]:
+    keys = set()
+    for condition in conditions:
+        level = NOTE_LEVELS[condition.check_id](version(target))
+        if level is not None:
+            keys.add(subject_key(condition.check_id, level, condition.topic, condition.partition,
+                                 condition.broker_id, condition.path))
+    return keys
+
+
+def found_rows(rows: list[dict[str, Any]]) -> set[Row]:
+    return {subject_key(r["check_id"], r["level"], r["topic"], r["partition"], r["broker_id"], r["path"]) for r in rows}
+
+
+def assert_same(found: set[Row], expected: set[Row]) -> None:
+    assert found == expected, (
+        f"missing: {sorted(expected - found, key=repr)}\nunexpected: {sorted(found - expected, key=repr)}"
+    )
+
+
+# -- the real parts ---------------------------------------------------------------------------------------------
+_chroots = itertools.count()
+
+
+@dataclass
+class Audited:
+    """One snapshot of a simulated cluster: its manifest and normalized tables, and what the simulator put in."""
+
+    manifest: dict[str, Any]
+    tables: dict[str, DataFrame]
+    snapshot: DataFrame
+
+    def readiness(self, target: str) -> list[dict[str, Any]]:
+        return [row.asDict() for row in run_readiness(self.tables, self.snapshot, self.manifest, target).collect()]
+
+    def first_row(self, table: str) -> dict[str, Any] | None:
+        rows = self.tables[table].collect()
+        return rows[0].asDict() if rows else None
+
+
+@contextmanager
+def snapshotted(spark: SparkSession, zk_hosts: str, chroot: str, warehouse: Warehouse,
+                snapshot_id: str) -> Iterator[Audited]:
+    settings = ZkSettings(hosts=zk_hosts, chroot=chroot)
+    client = KazooClient(**settings.kazoo_kwargs())
+    client.start(timeout=15)
+    try:
+        manifest = write_snapshot(client, settings, warehouse, snapshot_id)
+    finally:
+        client.stop()
+        client.close()
+    raw = spark.read.schema(SNAPSHOT).parquet(warehouse.snapshot_dir(snapshot_id)).localCheckpoint()
+    tables = normalize(raw)
+    try:
+        yield Audited(manifest, {name: t.coalesce(1).localCheckpoint(eager=False) for name, t in tables.items()}, raw)
+    finally:
+        tables.release()
+
+
+def new_chroot(zk_server: Any, label: str) -> str:
+    chroot = f"/readiness{next(_chroots):02d}_{label}"
+    zk_server.ensure_chroot(chroot)
+    return chroot
+
+
+@pytest.fixture(scope="module")
+def tuned_spark(spark: SparkSession) -> Iterator[SparkSession]:
+    with small_data_settings(spark):
+        yield spark
+
+
+@dataclass
+class PlantedCluster:
+    planted: list[Planted]
+    inherent: list[Planted]
+    registered: set[int]
+    rows: dict[str, list[dict[str, Any]]]
+    node_ids: list[int]
+    manifest: dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def planted_cluster(tuned_spark: SparkSession, zk_server: Any, tmp_path_factory: pytest.TempPathFactory
+                    ) -> PlantedCluster:
+    """A 3.x cluster with every readiness plant, snapshotted once; readiness at each target."""
+    warehouse = Warehouse(str(tmp_path_factory.mktemp("readiness-wh")))
+    chroot = new_chroot(zk_server, "planted")
+    with Simulator(hosts=zk_server.hosts + chroot) as sim:
+        sim.write(ClusterSpec(era="3.x", **SPEC))
+        planted = [plant_readiness(sim, name) for name in READINESS_PLANTS]
+        inherent = inherent_readiness(sim)
+        registered = set(sim.broker_sessions)
+        with snapshotted(tuned_spark, zk_server.hosts, chroot, warehouse, "20260301T000000Z") as audited:
+            rows = {target: audited.readiness(target) for target in TARGETS}
+            ids = [row.broker_id for row in node_ids(audited.tables).collect()]
+    return PlantedCluster(planted, inherent, registered, rows, ids, audited.manifest)
+
+
+# -- one cluster, every condition ---------------------------------------------------------------------------------
+def test_every_readiness_check_id_has_a_plant() -> None:
+    assert {name.split(":")[0] for name in READINESS_PLANTS} == set(NOTE_LEVELS)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_each_planted_condition_is_found_on_its_subject_at_the_notes_level(planted_cluster: PlantedCluster,
+                                                                          target: str) -> None:
+    expected = expected_rows(planted_cluster.planted + planted_cluster.inherent, target)
+    assert_same(found_rows(planted_cluster.rows[target]), expected)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_rows_name_their_condition_and_say_what_to_do(planted_cluster: PlantedCluster, target: str) -> None:
+    rows = planted_cluster.rows[target]
+    assert rows
+    for row in rows:
+        assert set(row) == set(READINESS.names)
+        assert row["condition_id"] == CONDITION_IDS[row["check_id"]], row
+        assert row["group_id"] is None and row["detail"] and row["remedy"], row
+        assert row["path"] and row["path"].startswith("/"), row
+
+
+def test_levels_differ_between_targets_as_the_note_says(planted_cluster: PlantedCluster) -> None:
+    """Spot checks of the version rules: tokens and the default broker config only block 3.5.0, generated ids
+    only matter for 3.9, ACLs block 3.5.0 and are information for 3.9."""
+    levels = {target: {(r["check_id"], r["level"]) for r in planted_cluster.rows[target]} for target in TARGETS}
+    assert ("kraft_delegation_tokens", "blocker") in levels["3.5.0"]
+    assert not {c for c, _ in levels["3.9"]} & {"kraft_delegation_tokens", "kraft_default_broker_config"}
+    assert "kraft_generated_broker_ids" not in {c for c, _ in levels["3.5.0"]}
+    assert ("kraft_generated_broker_ids", "high") in levels["3.9"]
+    assert ("kraft_acls_present", "blocker") in levels["3.5.0"] and ("kraft_acls_present", "info") in levels["3.9"]
+    assert ("kraft_pending_topic_deletion", "warn") in levels["3.9"]
+
+
+def test_the_secured_znode_is_in_the_manifest(planted_cluster: PlantedCluster) -> None:
+    acls = planted_cluster.manifest.get("znode_acls")
+    assert acls is not None, "the walker records no znode_acls: R20 cannot be computed"
+    assert sorted(acls[SECURED_PATH]) == ["digest:kafka-zk-audit-simulator:cdrwa", "world:anyone:r"]
+    assert acls["/brokers"] == ["world:anyone:cdrwa"]
+
+
+def test_node_ids_are_every_broker_replica_and_broker_config_id(planted_cluster: PlantedCluster) -> None:
+    """R14: registered brokers, the replica on a broker that never registered, and /config/brokers/1."""
+    ghost = next(p.broker_id for p in planted_cluster.planted if p.check_id == "kraft_replica_on_unregistered_broker")
+    assert planted_cluster.node_ids == sorted(planted_cluster.registered | {ghost, 1})
+
+
+# -- a clean cluster ready for 3.9 ------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def clean_39(tuned_spark: SparkSession, zk_server: Any, tmp_path_factory: pytest.TempPathFactory
+             ) -> tuple[list[Planted], dict[str, list[dict[str, Any]]]]:
+    warehouse = Warehouse(str(tmp_path_factory.mktemp("clean-wh")))
+    chroot = new_chroot(zk_server, "clean39")
+    with Simulator(hosts=zk_server.hosts + chroot) as sim:
+        sim.write(ClusterSpec(era="3.9", internal_topics=True, **SPEC))
+        for absent in ("/kafka-acl", "/kafka-acl-extended", "/delegation_token", "/migration"):
+            assert not sim.admin.exists(absent), absent
+        inherent = inherent_readiness(sim)
+        with snapshotted(tuned_spark, zk_server.hosts, chroot, warehouse, "20260301T010000Z") as audited:
+            rows = {target: audited.readiness(target) for target in TARGETS}
+    return inherent, rows
+
+
+def test_a_clean_39_cluster_gives_no_readiness_row_for_39(clean_39) -> None:
+    _, rows = clean_39
+    assert rows["3.9"] == []
+
+
+def test_a_clean_39_cluster_still_has_what_35_cannot_migrate(clean_39) -> None:
+    """The cluster-default broker config and the <default>/%-sanitized quota names matter for 3.5.0."""
+    inherent, rows = clean_39
+    expected = expected_rows(inherent, "3.5.0")
+    assert {key[0] for key in expected} == {"kraft_default_broker_config", "kraft_quota_odd_entity_name"}
+    assert_same(found_rows(rows["3.5.0"]), expected)
+
+
+# -- a migration through its phases -------------------------------------------------------------------------------
+@dataclass
+class Phase:
+    """One snapshot of the migration: the phase seen, readiness rows for 3.9 (found, expected), and the
+    /migration and /controller rows and the snapshot's time for the health checks."""
+
+    seen: dict[str, str]
+    found: set[Row]
+    expected: set[Row]
+    migration: list[dict[str, Any]]
+    controller: list[dict[str, Any]]
+    now_ms: int
+
+
+STEPS = ("waiting_for_brokers", "initial_load", "initial_load_restarted", "dual_write", "dual_write_back",
+         "reverted")
+PHASE_OF_STEP = {"initial_load_restarted": "initial_load", "dual_write_back": "dual_write"}
+
+
+@pytest.fixture(scope="module")
+def migration_phases(tuned_spark: SparkSession, zk_server: Any, tmp_path_factory: pytest.TempPathFactory
+                     ) -> dict[str, Phase]:
+    """A 3.x-migration cluster walked through waiting → initial load → the load restarted under a new KRaft
+    leader → dual writes → the offset set back → reverted, one snapshot per step."""
+    from datetime import datetime
+
+    warehouse = Warehouse(str(tmp_path_factory.mktemp("migration-wh")))
+    chroot = new_chroot(zk_server, "migration")
+    results = {}
+    with Simulator(hosts=zk_server.hosts + chroot) as sim:
+        sim.write(ClusterSpec(era="3.x-migration", **SPEC))
+        inherent = inherent_readiness(sim)
+        steps: dict[str, Callable[[], Planted | None]] = {
+            "waiting_for_brokers": lambda: waiting_for_brokers(sim),
+            "initial_load": lambda: initial_load(sim, kraft_epoch=5),
+            "initial_load_restarted": lambda: initial_load(sim, kraft_epoch=7),
+            "dual_write": lambda: advance_dual_write(sim, 5_000),
+            "dual_write_back": lambda: advance_dual_write(sim, 4_000),
+            "reverted": lambda: reverted_migration(sim),
+        }
+        for index, label in enumerate(STEPS):
+            leftover = steps[label]()
+            conditions = inherent + ([leftover] if leftover else [])
+            with snapshotted(tuned_spark, zk_server.hosts, chroot, warehouse, f"20260301T02000{index}Z") as audited:
+                phase = migration_phase(audited.first_row("migration"), audited.first_row("controller"))
+                now_ms = int(datetime.fromisoformat(audited.manifest["started_at"]).timestamp() * 1000)
+                results[label] = Phase(phase, found_rows(audited.readiness("3.9")), expected_rows(conditions, "3.9"),
+                                       [r.asDict() for r in audited.tables["migration"].collect()],
+                                       [r.asDict() for r in audited.tables["controller"].collect()], now_ms)
+    return results
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_migration_phase_gives_its_rows(migration_phases, step: str) -> None:
+    phase = migration_phases[step]
+    assert phase.seen["phase"] == PHASE_OF_STEP.get(step, step), phase.seen
+    assert_same(phase.found, phase.expected)
+    assert ("kraft_migration_leftover" in {key[0] for key in phase.found}) == (step == "reverted")
+
+
+def test_migration_health_checks_between_the_snapshots(tuned_spark: SparkSession, migration_phases) -> None:
+    """Each health check fires on the step that shows it, compared with the step before, and on no other:
+    limits of 0 ms make every stalled or stuck state count."""
+    from kafka_zk_audit.audit.checks import migration
+    from tests.audit.checks.test_checks import collect_by_label, make_frame
+
+    def frames(step: str) -> tuple[DataFrame, DataFrame]:
+        phase = migration_phases[step]
+        return (make_frame(tuned_spark, "migration", phase.migration),
+                make_frame(tuned_spark, "controller", phase.controller))
+
+    checks: dict[str, DataFrame] = {}
+    for index, step in enumerate(STEPS):
+        now, (m, c) = migration_phases[step].now_ms, frames(step)
+        before_m, before_c = frames(STEPS[index - 1]) if index else (None, None)
+        checks[f"{step} stalled"] = migration.migration_dual_write_stalled(m, c, now, 0)
+        checks[f"{step} stuck"] = migration.migration_stuck(m, c, now, 0)
+        checks[f"{step} crash_loop"] = migration.migration_crash_loop(m, c, before_m, before_c)
+        checks[f"{step} rolled_back"] = migration.migration_rolled_back(m, c, before_m, before_c)
+        checks[f"{step} offset_regressed"] = migration.migration_offset_regressed(m, before_m)
+    found = {label for label, rows in collect_by_label(checks).items() if rows}
+    assert found == {
+        "waiting_for_brokers stuck", "initial_load stuck", "initial_load_restarted stuck",
+        "initial_load_restarted crash_loop",  # epoch 5 -> 7, still offset -1
+        "dual_write stalled", "dual_write_back stalled", "dual_write_back offset_regressed",
+        "reverted rolled_back",  # a ZooKeeper-mode controller back after dual writes
+    }
