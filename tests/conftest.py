@@ -53,3 +53,14 @@ def spark():
     session = get_spark("kafka-zk-audit-tests", master="local[2]", shuffle_partitions=2)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def chromium_ok() -> str:
+    """Debian's headless Chromium (installed when missing); a failure to get one fails the test with its reason."""
+    from kafka_zk_audit_testing.browser import ensure_chromium
+
+    try:
+        return ensure_chromium()
+    except Exception as exc:  # any failure to get a browser fails the test, with its reason
+        pytest.fail(str(exc))

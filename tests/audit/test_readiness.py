@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from kazoo.client import KazooClient
 from pyspark.sql import DataFrame, SparkSession
 
 from kafka_zk_audit.audit.checks.migration import migration_phase
@@ -26,8 +25,6 @@ from kafka_zk_audit.audit.checks.readiness import node_ids, run_readiness
 from kafka_zk_audit.audit.normalize import normalize
 from kafka_zk_audit.contract.schemas import READINESS, SNAPSHOT
 from kafka_zk_audit.contract.warehouse import Warehouse
-from kafka_zk_audit.snapshot.connection import ZkSettings
-from kafka_zk_audit.snapshot.walker import write_snapshot
 from kafka_zk_audit_testing.simulator import ClusterSpec, Planted, Simulator
 from kafka_zk_audit_testing.simulator.readiness_plants import (
     READINESS_PLANTS,
@@ -39,7 +36,8 @@ from kafka_zk_audit_testing.simulator.readiness_plants import (
     reverted_migration,
     waiting_for_brokers,
 )
-from tests.audit.checks.test_checks import small_data_settings
+from tests.audit.checks.test_checks import small_data_settings, take_snapshot
+from tests.contract.test_readiness import CONDITION_IDS
 
 pytestmark = [pytest.mark.zk, pytest.mark.spark]
 
@@ -83,16 +81,6 @@ NOTE_LEVELS: dict[str, Callable[[Version], str | None]] = {
     "kraft_controller_epoch_missing": always("blocker"),  # R18
     "kraft_producer_id_block_invalid": always("blocker"),  # R19
     "kraft_secured_znodes": always("high"),  # R20
-}
-CONDITION_IDS = {
-    "kraft_migration_leftover": "R01", "kraft_replica_on_unregistered_broker": "R02", "kraft_topic_without_id": "R03",
-    "kraft_partition_state_missing": "R04", "kraft_pending_topic_deletion": "R05",
-    "kraft_reassignment_in_flight": "R06", "kraft_scram_credentials": "R07", "kraft_acls_present": "R08",
-    "kraft_acl_unknown_resource_type": "R08", "kraft_delegation_tokens": "R09", "kraft_encrypted_passwords": "R10",
-    "kraft_default_broker_config": "R11", "kraft_quota_invalid": "R12", "kraft_quota_odd_entity_name": "R12",
-    "kraft_no_common_listener": "R13", "kraft_generated_broker_ids": "R15", "kraft_ibp_too_low": "R16",
-    "kraft_cluster_id_missing": "R17", "kraft_controller_epoch_missing": "R18",
-    "kraft_producer_id_block_invalid": "R19", "kraft_secured_znodes": "R20",
 }
 Row = tuple[str, str | None, str | None, int | None, int | None, str | None]
 
@@ -147,14 +135,7 @@ class Audited:
 @contextmanager
 def snapshotted(spark: SparkSession, zk_hosts: str, chroot: str, warehouse: Warehouse,
                 snapshot_id: str) -> Iterator[Audited]:
-    settings = ZkSettings(hosts=zk_hosts, chroot=chroot)
-    client = KazooClient(**settings.kazoo_kwargs())
-    client.start(timeout=15)
-    try:
-        manifest = write_snapshot(client, settings, warehouse, snapshot_id)
-    finally:
-        client.stop()
-        client.close()
+    manifest = take_snapshot(zk_hosts, chroot, warehouse, snapshot_id)
     raw = spark.read.schema(SNAPSHOT).parquet(warehouse.snapshot_dir(snapshot_id)).localCheckpoint()
     tables = normalize(raw)
     try:

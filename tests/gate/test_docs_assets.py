@@ -22,7 +22,7 @@ import pytest
 
 from kafka_zk_audit.gate import docs_assets
 from kafka_zk_audit.gate.docs_assets import CDN_ASSETS, Asset, AssetFetchError, localize, rewrite_html
-from kafka_zk_audit_testing.browser import ensure_chromium, render_dom, text_of
+from kafka_zk_audit_testing.browser import render_dom, text_of
 
 JQUERY_URL = "https://code.jquery.com/jquery-3.7.1.min.js"
 POPPER_URL = "https://cdnjs.cloudflare.com/ajax/libs/popper.js/1.12.9/umd/popper.min.js"
@@ -265,14 +265,6 @@ def test_unreachable_registry_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -
 # --- real: a GX site in headless Chromium -----------------------------------------------------------
 
 SUITE = "partitions_offline_docs"
-
-
-@pytest.fixture(scope="module")
-def chromium_ok() -> str:
-    try:
-        return ensure_chromium()
-    except Exception as exc:  # any failure to get a browser fails the test, with its reason
-        pytest.fail(str(exc))
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import pytest
 
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.report.readiness import load_reports, page_name, render_html, render_text, write_pages
-from kafka_zk_audit_testing.browser import FLAGS, ensure_chromium, render_dom, text_of
+from kafka_zk_audit_testing.browser import FLAGS, render_dom, text_of
 
 REMEDY_CLUSTER_ID = "Start one ZooKeeper-mode broker: it creates /cluster/id; never copy an id from another cluster."
 REMEDY_TOPIC_ID = "Let a controller with IBP 2.8 or later assign topic ids (restart the controller), then re-audit."
@@ -244,14 +244,6 @@ def test_page_names_stay_in_the_readiness_folder_and_unique() -> None:
 
 
 # --- headless Chromium ----------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def chromium_ok() -> str:
-    try:
-        return ensure_chromium()
-    except Exception as exc:  # any failure to get a browser fails the test, with its reason
-        pytest.fail(str(exc))
-
 
 def screenshot(binary: str, page: Path, width: int, height: int) -> bytes:
     """A PNG of the page as headless Chromium draws it in a ``width`` × ``height`` window."""

@@ -188,17 +188,25 @@ def test_a_snapshot_id_is_claimed_by_one_writer_only(zk_server, zk_chroot, zk_cl
     assert warehouse.complete_snapshots() == ["20260101T000001Z-x"] and manifest["znodes"] > 0
 
 
+def snapshot_as(auth: tuple[str, str], zk_server, chroot: str, tmp_path: Path) -> dict:
+    """Snapshot ``chroot`` into ``tmp_path/wh`` (id 20260101T000000Z) authenticated as ``auth``; the manifest."""
+    settings = ZkSettings(hosts=zk_server.hosts, chroot=chroot, auth=(auth,))
+    reader = KazooClient(**settings.kazoo_kwargs())
+    reader.start()
+    try:
+        return write_snapshot(reader, settings, Warehouse(str(tmp_path / "wh")), "20260101T000000Z")
+    finally:
+        reader.stop()
+
+
 def test_snapshot_with_digest_auth_reads_protected_znodes(zk_server, zk_chroot, tmp_path):
     owner = KazooClient(hosts=zk_server.hosts + zk_chroot, auth_data=[("digest", "kafka:s3cret")])
     owner.start()
     acl = [make_digest_acl("kafka", "s3cret", all=True)]
     owner.create("/config/users/alice", b'{"version":1,"config":{}}', acl=acl, makepath=True)
     settings = ZkSettings(hosts=zk_server.hosts, chroot=zk_chroot, auth=(("digest", "kafka:s3cret"),))
-    reader = KazooClient(**settings.kazoo_kwargs())
-    reader.start()
+    manifest = snapshot_as(("digest", "kafka:s3cret"), zk_server, zk_chroot, tmp_path)
     warehouse = Warehouse(str(tmp_path / "wh"))
-    manifest = write_snapshot(reader, settings, warehouse, "20260101T000000Z")
-    reader.stop()
     owner.stop()
     rows = {r["path"]: r for r in pq.read_table(warehouse.snapshot_dir("20260101T000000Z")).to_pylist()}
     assert rows["/config/users/alice"]["data"] == b'{"version":1,"config":{}}'
@@ -275,12 +283,7 @@ def test_the_manifest_records_the_acls_of_kafkas_top_level_znodes(zk_server, zk_
     a creator-only znode's ACL cannot be read by the auditor either; absent znodes are left out."""
     owner = write_secure_tree(zk_server, zk_chroot)
     owner.create("/controller_epoch", b"1")  # world-open, as written by an unsecured broker
-    settings = ZkSettings(hosts=zk_server.hosts, chroot=zk_chroot, auth=(("digest", "auditor:auditor-pw"),))
-    reader = KazooClient(**settings.kazoo_kwargs())
-    reader.start()
-    warehouse = Warehouse(str(tmp_path / "wh"))
-    manifest = write_snapshot(reader, settings, warehouse, "20260101T000000Z")
-    reader.stop()
+    manifest = snapshot_as(("digest", "auditor:auditor-pw"), zk_server, zk_chroot, tmp_path)
     owner.stop()
     acls = manifest["znode_acls"]
     assert acls["/brokers"] == ["digest:kafka:cdrwa", "world:anyone:r"]

@@ -31,7 +31,7 @@ import yaml
 
 from kafka_zk_audit.cli.runner import airflow_env, ensure_metadata_db, run_dag_once
 from kafka_zk_audit.contract.readiness import BY_CHECK_ID
-from kafka_zk_audit_testing.browser import ensure_chromium, render_dom, text_of
+from kafka_zk_audit_testing.browser import render_dom, text_of
 from kafka_zk_audit_testing.simulator import ClusterSpec, Planted, Simulator
 from kafka_zk_audit_testing.simulator.readiness_plants import inherent_readiness, plant_readiness
 from tests.audit.test_readiness import expected_rows, found_rows
@@ -153,8 +153,8 @@ def test_a_migration_whose_dual_writes_stopped(run: Run) -> None:
     assert summary["readiness"]["phase"] == "dual_write"
 
 
-def test_the_report_page_in_headless_chromium(run: Run) -> None:
-    binary = ensure_chromium()
+def test_the_report_page_in_headless_chromium(run: Run, chromium_ok: str) -> None:
+    binary = chromium_ok
     page = run.warehouse / "readiness" / "index.html"
     assert page.is_file() and (run.warehouse / "readiness" / "kraft35.html").is_file()
     width, height, rows = decode_png(screenshot(binary, page, 1100, 800))

@@ -126,6 +126,15 @@ def _create(sim: Simulator, path: str, data: bytes | None) -> None:
     sim.counts.creates += 1
 
 
+def _write(sim: Simulator, path: str, data: bytes) -> None:
+    """Set ``path``'s data, or create it."""
+    if sim.admin.exists(path):
+        sim.admin.set(path, data)
+        sim.counts.sets += 1
+    else:
+        _create(sim, path, data)
+
+
 def _config_change(sim: Simulator, entity_type: str, entity_name: str) -> None:
     """The /config/changes notification every AdminZkClient config write leaves."""
     with sim.writer(sim.admin, "config change") as writer:
@@ -170,11 +179,7 @@ def _migration_leftover(sim: Simulator, plant: str) -> Planted:
     if sim.model.era.controller_version < 2:
         raise ValueError("/migration exists from Kafka 3.4 (eras 3.x and later)")
     data = sim.encoder.migration(KRAFT_CONTROLLER_ID, 4, 81_234, 4)
-    if sim.admin.exists("/migration"):
-        sim.admin.set("/migration", data)
-        sim.counts.sets += 1
-    else:
-        _create(sim, "/migration", data)
+    _write(sim, "/migration", data)
     return Planted(check_id_of(plant), path="/migration")
 
 
@@ -459,40 +464,29 @@ def _old_registration(sim: Simulator, plant: str) -> Planted:
 def _feature_v1(sim: Simulator, plant: str) -> Planted:
     """/feature v1 (enabled, no features), as a controller with IBP 2.7 to 3.2 writes it."""
     data = Encoder(ERAS["2.8"]).feature()
-    if sim.admin.exists("/feature"):
-        sim.admin.set("/feature", data)
-        sim.counts.sets += 1
-    else:
-        _create(sim, "/feature", data)
+    _write(sim, "/feature", data)
     return Planted(check_id_of(plant), path="/feature")
 
 
 # -- R17–R20: cluster nodes ---------------------------------------------------------------------------
-@readiness_planter("kraft_cluster_id_missing")
-def _cluster_id_missing(sim: Simulator, plant: str) -> Planted:
-    if sim.admin.exists("/cluster/id"):
-        sim.admin.delete("/cluster/id")
-        sim.counts.deletes += 1
-    return Planted(check_id_of(plant), path="/cluster/id")
+MISSING_ZNODES = {"kraft_cluster_id_missing": "/cluster/id", "kraft_controller_epoch_missing": "/controller_epoch"}
 
 
-@readiness_planter("kraft_controller_epoch_missing")
-def _controller_epoch_missing(sim: Simulator, plant: str) -> Planted:
-    if sim.admin.exists("/controller_epoch"):
-        sim.admin.delete("/controller_epoch")
+@readiness_planter(*MISSING_ZNODES)
+def _znode_missing(sim: Simulator, plant: str) -> Planted:
+    """/cluster/id or /controller_epoch deleted."""
+    path = MISSING_ZNODES[check_id_of(plant)]
+    if sim.admin.exists(path):
+        sim.admin.delete(path)
         sim.counts.deletes += 1
-    return Planted(check_id_of(plant), path="/controller_epoch")
+    return Planted(check_id_of(plant), path=path)
 
 
 @readiness_planter("kraft_producer_id_block_invalid")
 def _producer_id_block_invalid(sim: Simulator, plant: str) -> Planted:
     """A truncated producer-id block: ``ProducerIdBlockZNode.parseProducerIdBlockData`` fails on it."""
     data = b'{"version":1,"broker":1,"block_start":"4000","block_end":"49'
-    if sim.admin.exists("/latest_producer_id_block"):
-        sim.admin.set("/latest_producer_id_block", data)
-        sim.counts.sets += 1
-    else:
-        _create(sim, "/latest_producer_id_block", data)
+    _write(sim, "/latest_producer_id_block", data)
     return Planted(check_id_of(plant), path="/latest_producer_id_block", implied=("malformed_znode",))
 
 

@@ -550,6 +550,18 @@ def test_recreated_topic_does_not_count_as_leader_epoch_regression(results: dict
 # Clean simulated clusters of every era, through the real ZooKeeper, snapshot and normalizer
 
 
+def take_snapshot(zk_hosts: str, chroot: str, warehouse: Warehouse, snapshot_id: str) -> dict[str, Any]:
+    """Walk ``chroot`` with the project's walker into ``warehouse``; the manifest."""
+    settings = ZkSettings(hosts=zk_hosts, chroot=chroot)
+    client = KazooClient(**settings.kazoo_kwargs())
+    client.start(timeout=15)
+    try:
+        return write_snapshot(client, settings, warehouse, snapshot_id)
+    finally:
+        client.stop()
+        client.close()
+
+
 @contextmanager
 def normalized_snapshot(spark: SparkSession, zk_hosts: str, chroot: str, warehouse: Warehouse,
                         snapshot_id: str) -> Iterator[tuple[dict[str, DataFrame], int]]:
@@ -557,14 +569,7 @@ def normalized_snapshot(spark: SparkSession, zk_hosts: str, chroot: str, warehou
     read back from the warehouse) and the snapshot's start in epoch ms. Each table is a lazy local
     checkpoint: computed once, when a check first needs it, and planned from there (as the audit job
     plans its checks from the written tables)."""
-    settings = ZkSettings(hosts=zk_hosts, chroot=chroot)
-    client = KazooClient(**settings.kazoo_kwargs())
-    client.start(timeout=15)
-    try:
-        manifest = write_snapshot(client, settings, warehouse, snapshot_id)
-    finally:
-        client.stop()
-        client.close()
+    manifest = take_snapshot(zk_hosts, chroot, warehouse, snapshot_id)
     tables = normalize(spark.read.schema(SNAPSHOT).parquet(warehouse.snapshot_dir(snapshot_id)))
     try:
         yield (
