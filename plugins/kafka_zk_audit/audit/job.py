@@ -168,8 +168,13 @@ def run_audit(spark: SparkSession, warehouse: Warehouse, snapshot_id: str, confi
     readiness = None
     if cfg.migration.readiness:
         with clock.phase("readiness"):
-            readiness = audit_readiness(spark, warehouse, snapshot_id, manifest, tables, snapshot, cfg,
-                                        target_version)
+            try:
+                readiness = audit_readiness(spark, warehouse, snapshot_id, manifest, tables, snapshot, cfg,
+                                            target_version)
+            except Exception:  # the health audit goes on: readiness is a report beside it
+                log.exception("the ZK -> KRaft readiness report of %s could not be computed (the audit goes on "
+                              "without it; please report this with the log)", snapshot_id)
+                write_audit_migration(spark, warehouse, snapshot_id, [], gate=False)
     else:
         write_audit_migration(spark, warehouse, snapshot_id, [], gate=False)
 

@@ -590,6 +590,9 @@ def test_clean_cluster_of_every_era_has_no_finding_of_any_severity(
     config overrides, old consumer groups), it is snapshotted, time passes (a controller failover, leader
     elections, offsets committed) and it is snapshotted again; the checks run on the second snapshot
     with the first as baseline."""
+    from kafka_zk_audit_testing.simulator.readiness_plants import inherent_readiness
+    from tests.audit.test_readiness import expected_rows, found_rows
+
     spark, warehouse = small_data_spark, Warehouse(str(tmp_path / "wh"))
     with Simulator(hosts=zk_server.hosts + zk_chroot) as sim:
         sim.write(ClusterSpec(era=era, brokers=3, racks=2, topics=4, partitions=3, replication_factor=2, groups=2,
@@ -598,4 +601,20 @@ def test_clean_cluster_of_every_era_has_no_finding_of_any_severity(
             sim.advance()
             with normalized_snapshot(spark, zk_server.hosts, zk_chroot, warehouse, "20260101T010000Z") as (now, ms):
                 found = collect_by_label({era: run_checks(now, before, load_config(None), ms)})[era]
+                readiness = readiness_of(spark, now, warehouse, "20260101T010000Z", "3.9")
+            expected_readiness = expected_rows(inherent_readiness(sim), "3.9")
     assert found == []
+    # Readiness is computed on every era without error: exactly what the era's clusters carry (an 0.8 cluster
+    # cannot migrate before it is upgraded; a 3.x one only has information rows), never a finding.
+    assert found_rows(readiness) == expected_readiness
+
+
+def readiness_of(spark: SparkSession, tables: dict[str, DataFrame], warehouse: Warehouse, snapshot_id: str,
+                 target: str) -> list[dict[str, Any]]:
+    """The readiness rows of a snapshot at ``target``, from its normalized tables, raw rows and manifest."""
+    from kafka_zk_audit.audit.checks.readiness import run_readiness
+    from kafka_zk_audit.contract.warehouse import read_manifest
+
+    raw = spark.read.schema(SNAPSHOT).parquet(warehouse.snapshot_dir(snapshot_id))
+    rows = run_readiness(tables, raw, read_manifest(warehouse, snapshot_id), target).collect()
+    return [row.asDict() for row in rows]
