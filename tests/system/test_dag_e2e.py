@@ -361,10 +361,12 @@ def test_data_docs_in_headless_chromium(history):
     index = render_dom(docs / "index.html")
     assert 'class="bootstrap-table' in index  # the index's tables are built by its (local) scripts
     index_text = text_of(index)
-    for suite in (*ENTITIES, "drift.default"):
+    for suite in (*ENTITIES, "drift.default", "migration"):
         assert suite in index_text, suite
-    assert "Showing 1 to 9 of 9 rows" in index_text  # the eight entity suites and the cluster's drift suite
-    assert "of 27 rows" in index_text  # nine validation results per run, three runs (paginated)
+    # the eight entity suites, the cluster's drift suite and the readiness suite
+    assert "Showing 1 to 10 of 10 rows" in index_text
+    assert "of 30 rows" in index_text  # ten validation results per run, three runs (paginated)
+    assert index_text.startswith("ZooKeeper → KRaft migration readiness")  # the link to the readiness pages
 
     pages = sorted((docs / "validations" / "partitions").rglob("*.html"))
     assert len(pages) == len(history.runs)
