@@ -254,6 +254,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"summary: {entry['summary']}\n")
     print(format_fleet(fleet))
     print(f"fleet summary: {fleet_path}")
+    readiness_page = f"{warehouse.root}/readiness/index.html"
+    if warehouse.exists(readiness_page):
+        print(f"KRaft migration readiness report: {readiness_page}")
     if fleet["not_audited"] or any(e["status"] == "error" for e in fleet["clusters"].values()):
         broken = fleet["not_audited"] + [n for n, e in fleet["clusters"].items() if e["status"] == "error"]
         return _incomplete(log_path, result.returncode,
