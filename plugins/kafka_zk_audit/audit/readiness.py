@@ -84,7 +84,7 @@ def audit_readiness(spark: SparkSession, warehouse: Warehouse, snapshot_id: str,
     phase = migration_phase(_first_row(tables["migration"]), _first_row(tables["controller"]))
     ids = sorted(int(row["broker_id"]) for row in node_ids(tables).where(F.col("broker_id").isNotNull()).collect())
     for row in rows:
-        row["title"] = BY_CHECK_ID[row["check_id"]].title if row["check_id"] in BY_CHECK_ID else row["check_id"]
+        row["title"] = BY_CHECK_ID[row["check_id"]].title
     report = {
         "snapshot_id": snapshot_id,
         "cluster": manifest.get("cluster"),

@@ -248,8 +248,7 @@ def run_reaudit(spark: SparkSession, warehouse: Warehouse, reaudit_id: str, snap
         "timeline": f"{root}/timeline",
         "page": f"{root}/timeline.html",
     }
-    with work.fs.open(work.fs_path(summary["page"]), "w") as page:
-        page.write(timeline_page(summary, timeline))
+    work.write_text(summary["page"], timeline_page(summary, timeline))
     work.write_json(f"{root}/reaudit.json", summary)
     return summary
 

@@ -108,15 +108,18 @@ class Warehouse:
         with self.fs.open(self.fs_path(url), "r") as handle:
             return json.load(handle)
 
-    def write_json(self, url: str, payload: dict[str, Any]) -> None:
-        """Write JSON so a reader sees the whole file or none (temp file, then move)."""
+    def write_text(self, url: str, text: str) -> None:
+        """Write a text file so a reader sees the whole file or none (temp file, then move)."""
         fs, path = self.fs, self.fs_path(url)
         fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
         tmp = f"{path}.tmp"
-        with fs.open(tmp, "w") as handle:
-            json.dump(payload, handle, indent=2, sort_keys=False)
-            handle.write("\n")
+        with fs.open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(text)
         fs.mv(tmp, path)
+
+    def write_json(self, url: str, payload: dict[str, Any]) -> None:
+        """Write JSON so a reader sees the whole file or none (``write_text``)."""
+        self.write_text(url, json.dumps(payload, indent=2, sort_keys=False) + "\n")
 
     def exists(self, url: str) -> bool:
         return self.fs.exists(self.fs_path(url))

@@ -19,6 +19,7 @@ from typing import Any
 from kafka_zk_audit.contract import readiness as contract
 from kafka_zk_audit.contract.readiness import LEVEL_RANK, LEVELS, NOT_VISIBLE
 from kafka_zk_audit.contract.warehouse import Warehouse, validate_snapshot_id
+from kafka_zk_audit.report import alert
 
 log = logging.getLogger(__name__)
 
@@ -91,15 +92,9 @@ def _checklist(report: Mapping[str, Any]) -> list[dict[str, str]]:
 
 
 def describe_subject(row: Mapping[str, Any]) -> str:
-    """``topic t partition 0 broker 3 at /brokers/topics/t``: the subject columns that are set."""
-    parts = []
-    for column, label in (("group_id", "group"), ("topic", "topic"), ("partition", "partition"),
-                          ("broker_id", "broker")):
-        if row.get(column) is not None and row.get(column) != "":
-            parts.append(f"{label} {row[column]}")
-    if row.get("path"):
-        parts.append(f"at {row['path']}")
-    return " ".join(parts)
+    """``topic t partition 0 broker 3 at /brokers/topics/t``: the subject columns that are set, and the znode."""
+    return " ".join(part for part in (alert.describe_subject(dict(row)),
+                                      f"at {row['path']}" if row.get("path") else "") if part)
 
 
 # -- text -----------------------------------------------------------------------------------------
@@ -279,27 +274,17 @@ def page_name(cluster: str, taken: set[str] | None = None) -> str:
     return unique
 
 
-def _write_text(warehouse: Warehouse, url: str, text: str) -> None:
-    """Write a text file so a reader sees all of it or none (temp file, then move), on any fsspec filesystem."""
-    fs, path = warehouse.fs, warehouse.fs_path(url)
-    fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
-    tmp = f"{path}.tmp"
-    with fs.open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    fs.mv(tmp, path)
-
-
 def write_pages(warehouse: Warehouse, reports: Iterable[Mapping[str, Any]], under: str | None = None) -> list[str]:
     """Write ``readiness/index.html`` (every report) and ``readiness/<cluster>.html`` (each one) under the
     warehouse root (or the folder URL ``under``); their URLs, the fleet page first."""
     reports = list(reports)
     base = f"{under or warehouse.root}/{READINESS_DIR}"
     written = [f"{base}/{FLEET_PAGE}.html"]
-    _write_text(warehouse, written[0], render_html(reports))
+    warehouse.write_text(written[0], render_html(reports))
     taken: set[str] = set()
     for report in reports:
         url = f"{base}/{page_name(cluster_name(report), taken)}.html"
-        _write_text(warehouse, url, render_html([report]))
+        warehouse.write_text(url, render_html([report]))
         written.append(url)
     return written
 
@@ -338,5 +323,5 @@ def publish_in_data_docs(warehouse: Warehouse, reports: Iterable[Mapping[str, An
                     "</div>")
             head, _, rest = text.partition("<body")
             tag_end = rest.index(">") + 1
-            _write_text(warehouse, index, f"{head}<body{rest[:tag_end]}{link}{rest[tag_end:]}")
+            warehouse.write_text(index, f"{head}<body{rest[:tag_end]}{link}{rest[tag_end:]}")
     return pages
