@@ -8,6 +8,10 @@ command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
 if [ "${KAFKA_ZK_AUDIT_WITH_CHROMIUM:-0}" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
   need+=(chromium)
 fi
+# the tests fetch ZooKeeper's files over SFTP from OpenSSH's server on loopback
+if [ "${KAFKA_ZK_AUDIT_WITH_CHROMIUM:-0}" = 1 ] && [ ! -x /usr/sbin/sshd ]; then
+  need+=(openssh-server)
+fi
 [ ${#need[@]} -eq 0 ] && exit 0
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
