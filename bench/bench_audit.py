@@ -26,6 +26,7 @@ from pathlib import Path
 
 from kazoo.client import KazooClient
 
+from kafka_zk_audit.audit.session import submit_conf
 from kafka_zk_audit.contract.warehouse import Warehouse, new_snapshot_id
 from kafka_zk_audit.snapshot.connection import ZkSettings
 from kafka_zk_audit.snapshot.walker import SnapshotOptions, write_snapshot
@@ -63,7 +64,8 @@ def run_app(warehouse: Warehouse, snapshot_id: str, reread: bool, log_dir: Path)
     spark_submit = Path(sys.executable).parent / "spark-submit"
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
            "PYSPARK_DRIVER_PYTHON": sys.executable}
-    args = [str(spark_submit), "--master", "local[*]", "--conf", "spark.ui.enabled=false", str(SPARK_APP),
+    confs = [item for key, value in submit_conf().items() for item in ("--conf", f"{key}={value}")]
+    args = [str(spark_submit), "--master", "local[*]", *confs, str(SPARK_APP),
             "--warehouse", warehouse.root, "--snapshot-id", snapshot_id, *([] if reread else ["--no-reread"])]
     log = log_dir / f"{snapshot_id}-{'reread' if reread else 'baseline'}.log"
     start = time.monotonic()

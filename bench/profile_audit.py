@@ -80,7 +80,10 @@ def run_app(tree: Path | None, warehouse_root: str, snapshot_id: str, log: Path,
     """spark-submit the audit app once; wall seconds, launch-to-main seconds and the app's profile lines."""
     spark_submit = Path(sys.executable).parent / "spark-submit"
     app = (tree or REPO) / "spark_apps" / "audit_snapshot.py"
-    confs = [item for pair in (("--conf", c) for c in ["spark.ui.enabled=false", *conf]) for item in pair]
+    from kafka_zk_audit.audit.session import submit_conf
+
+    shipped = [f"{key}={value}" for key, value in submit_conf().items()]  # a later --conf of the same key wins
+    confs = [item for pair in (("--conf", c) for c in [*shipped, *conf]) for item in pair]
     args = [str(spark_submit), "--master", "local[*]", *confs, str(app),
             "--warehouse", warehouse_root, "--snapshot-id", snapshot_id]
     launched, cpu = time.time(), children_cpu()

@@ -28,3 +28,16 @@ def test_outside_spark_submit_no_master_is_imposed(monkeypatch):
 
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     assert submitted_master() is None
+
+
+def test_apps_are_launched_with_the_driver_java_options():
+    from kafka_zk_audit.audit.session import DRIVER_JAVA_OPTIONS, submit_conf
+
+    assert submit_conf() == {"spark.ui.enabled": "false", "spark.driver.extraJavaOptions": DRIVER_JAVA_OPTIONS}
+
+
+def test_a_session_that_starts_its_jvm_runs_it_with_the_driver_java_options(spark):
+    from kafka_zk_audit.audit.session import DRIVER_JAVA_OPTIONS
+
+    runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    assert set(DRIVER_JAVA_OPTIONS.split()) <= set(runtime.getInputArguments())
