@@ -5,8 +5,10 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
@@ -48,6 +50,7 @@ def zk_client(zk_server: ZooKeeperServer, zk_chroot: str) -> Iterator[KazooClien
 def spark():
     """The one in-process Spark session for check and normalizer function tests."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python workers (mapInArrow) import the package
     from kafka_zk_audit.audit.session import get_spark
 
     session = get_spark("kafka-zk-audit-tests", master="local[2]", shuffle_partitions=2)
@@ -64,3 +67,45 @@ def chromium_ok() -> str:
         return ensure_chromium()
     except Exception as exc:  # any failure to get a browser fails the test, with its reason
         pytest.fail(str(exc))
+
+
+HISTORY_CHROOT = "/kafka"
+
+
+@pytest.fixture(scope="session")
+def history_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    """A private ZooKeeper's data dir after kafka_zk_audit_testing.history_scenario's writes under /kafka (the server
+    stopped), and the scenario: the oracle of the history tests (tests/offline, tests/cli)."""
+    from kafka_zk_audit_testing.history_scenario import run_scenario
+
+    server = ZooKeeperServer(tmp_path_factory.mktemp("history-zk"), port=free_port()).start()
+    try:
+        server.ensure_chroot(HISTORY_CHROOT)
+        sim, scenario = run_scenario(server.hosts + HISTORY_CHROOT)
+        sim.close()
+    finally:
+        server.stop()
+    return server.data_dir / "data", scenario
+
+
+@pytest.fixture(scope="session")
+def zookeeper_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real ZooKeeper's dataDir after a small Kafka cluster was written into it, with several snapshots and logs
+    (snapCount 10), the server stopped: the files the offline sources fetch (tests/offline, tests/airflow)."""
+    from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
+
+    server = ZooKeeperServer(tmp_path_factory.mktemp("zk-files"), port=free_port(), extra_config=("snapCount=10",))
+    server.start()
+    try:
+        sim = Simulator(hosts=server.hosts)
+        try:
+            sim.write(ClusterSpec(era="2.x", brokers=3, racks=1, topics=6, partitions=6, replication_factor=2,
+                                  groups=2, consumers_per_group=2, threads_per_consumer=1, seed=3))
+        finally:
+            sim.close()
+    finally:
+        server.stop()
+    data_dir = server.data_dir / "data"
+    files = sorted(p.name for p in (data_dir / "version-2").iterdir())
+    assert sum(n.startswith("snapshot.") for n in files) >= 3 and sum(n.startswith("log.") for n in files) >= 3, files
+    return data_dir

@@ -68,6 +68,8 @@ class ZooKeeperServer:
     heap_mb: int = 512
     server_id: int = 0
     peers: tuple[QuorumPeer, ...] = field(default=())
+    jvm_flags: tuple[str, ...] = ()  # extra JVM options, e.g. "-Dzookeeper.snapshot.compression.method=gz"
+    extra_config: tuple[str, ...] = ()  # extra zoo.cfg lines (a later line wins), e.g. "snapCount=200"
 
     @property
     def hosts(self) -> str:
@@ -111,6 +113,7 @@ class ZooKeeperServer:
                     "autopurge.snapRetainCount=3",
                     "autopurge.purgeInterval=1",
                     *self._quorum_lines(),
+                    *self.extra_config,
                     "",
                 ]
             )
@@ -162,7 +165,7 @@ class ZooKeeperServer:
         if self.is_serving():
             raise RuntimeError(f"something already serves ZooKeeper on {self.hosts}; stop it or pick another port")
         cfg = self.write_config()
-        cmd = ["java", f"-Xmx{self.heap_mb}m", "-cp", ":".join(ZOOKEEPER_JARS), MAIN_CLASS, str(cfg)]
+        cmd = ["java", f"-Xmx{self.heap_mb}m", *self.jvm_flags, "-cp", ":".join(ZOOKEEPER_JARS), MAIN_CLASS, str(cfg)]
         with open(self.log_file, "ab") as log:
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         self.pid_file.write_text(str(proc.pid))

@@ -35,6 +35,7 @@ out = {
                           "max_active_tis": getattr(t, "partial_kwargs", {}).get("max_active_tis_per_dagrun")}
               for t in dag.tasks},
     "outlets": [str(o) for o in dag.get_task("summary").outlets],
+    "audit_conf": dag.get_task("audit").conf,
     "order": [t.task_id for t in dag.topological_sort()],
 }
 print(json.dumps(out))
@@ -70,6 +71,7 @@ def test_the_default_dag_runs_hourly_with_retries_timeouts_and_failure_alerts(tm
     assert dag["tasks"]["snapshot"]["mapped"] is True and dag["tasks"]["snapshot"]["max_active_tis"] == 4
     assert dag["tasks"]["audit"]["trigger_rule"].lower().endswith("all_done")
     assert any("kafka_zk_audit_clusters" in outlet for outlet in dag["outlets"])
+    assert dag["audit_conf"]["spark.driver.extraJavaOptions"] == "-XX:TieredStopAtLevel=1"
 
 
 @pytest.mark.parametrize(("schedule", "summary"), [("0 */2 * * *", "0 */2 * * *"), ("@daily", "0 0 * * *")])
@@ -83,3 +85,29 @@ def test_manual_only_and_a_broken_settings_file_is_an_import_error(tmp_path):
     assert load_dag(tmp_path / "a", "schedule: null\n")["timetable"] == "NullTimetable"
     broken = load_dag(tmp_path / "b", "schedule: '@hourly'\nfleet: {task_retries: -1}\n")
     assert "fleet.task_retries" in json.dumps(broken["import_errors"])
+
+
+def test_from_files_at_zxid_and_at_time_apply_to_the_clusters_that_read_files():
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from kafka_zk_audit.airflow.dag import plan_files
+
+    default = [{"cluster": "default", "zk_conn_id": None, "files": None}]
+    planned = plan_files(default, {"from_files": "/var/lib/zookeeper", "at_zxid": "0x1f", "at_time": None})
+    assert planned == [{"cluster": "default", "zk_conn_id": None, "at_zxid": "0x1f", "at_time": None,
+                        "files": {"data_dir": "/var/lib/zookeeper", "log_dir": None, "sftp_conn_id": None}}]
+    fleet = [{"cluster": "eu", "zk_conn_id": "zk_eu", "files": None},
+             {"cluster": "dr", "zk_conn_id": None, "files": {"data_dir": "s3://b/zk", "log_dir": None,
+                                                             "sftp_conn_id": None}}]
+    at_time = plan_files(fleet, {"from_files": "", "at_zxid": None, "at_time": "2026-11-01T00:00:00Z"})
+    assert [(t["cluster"], t["at_time"]) for t in at_time] == [("eu", None), ("dr", "2026-11-01T00:00:00Z")]
+    two_from_files = [fleet[1], {**fleet[1], "cluster": "dr2"}]
+    for targets, params, message in [
+        (fleet, {"from_files": "/zk"}, "the settings list 2 clusters"),
+        (fleet, {"at_time": "later"}, "ISO 8601"),
+        (two_from_files, {"at_zxid": 5}, "several clusters read files"),
+    ]:
+        with pytest.raises(AirflowFailException, match=message):
+            plan_files(targets, params)
+    with pytest.raises(AirflowFailException, match="give from_files, or clusters with a files: setting"):
+        plan_files(default, {"at_zxid": 7})

@@ -274,3 +274,20 @@ def test_bad_fleet_settings_name_the_key_and_line(tmp_path: Path, change: str, m
     path.write_text(text)
     with pytest.raises(SettingsError, match=re.escape(message)):
         load_config(path)
+
+
+def test_a_cluster_may_be_audited_from_its_files_and_needs_a_connection_or_files(tmp_path: Path) -> None:
+    path = tmp_path / "files.yaml"
+    path.write_text("clusters:\n  - name: dr\n    files: {data_dir: /var/lib/zookeeper, sftp_conn_id: zk_dr}\n"
+                    "  - name: live\n    zk_conn_id: zookeeper_live\n")
+    dr, live = load_config(path).clusters
+    assert dr.zk_conn_id is None and dr.files is not None and dr.files.data_dir == "/var/lib/zookeeper"
+    assert dr.files.log_dir is None and dr.files.sftp_conn_id == "zk_dr" and live.files is None
+    path.write_text("clusters:\n  - name: dr\n    files: {log_dir: /logs, dir: /x}\n  - name: none\n")
+    with pytest.raises(SettingsError) as error:
+        load_config(path)
+    assert "line 3: unknown key 'clusters[0].files.dir'" in str(error.value)
+    assert "'clusters[0].files.data_dir' is missing; give the folder" in str(error.value)
+    path.write_text("clusters:\n  - name: none\n")
+    with pytest.raises(SettingsError, match=re.escape("line 2: cluster 'none' needs zk_conn_id")):
+        load_config(path)

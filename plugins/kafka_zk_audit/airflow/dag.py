@@ -27,6 +27,7 @@ from kafka_zk_audit.airflow.notifications.task_failure import GateVerdictFailure
 from kafka_zk_audit.airflow.operators.audit_gate import AuditGateOperator
 from kafka_zk_audit.airflow.operators.audit_spark_submit import AuditSparkSubmitOperator
 from kafka_zk_audit.airflow.operators.zookeeper_snapshot import ZooKeeperSnapshotOperator
+from kafka_zk_audit.audit.session import submit_conf
 from kafka_zk_audit.contract.settings import AuditConfig, load_config
 from kafka_zk_audit.contract.warehouse import default_warehouse
 
@@ -86,6 +87,34 @@ def publish_readiness(warehouse: Any, snapshot_ids: list[str]) -> dict[str, Any]
     return {"page": pages[0], "verdicts": verdicts}
 
 
+def plan_files(targets: list[dict[str, Any]], params: dict[str, Any]) -> list[dict[str, Any]]:
+    """The targets with the run's ``from_files``, ``at_zxid`` and ``at_time`` params applied; a clear failure when
+    they cannot apply (several clusters for one folder of files, a point in time without files)."""
+    from kafka_zk_audit.offline.sources import FilesSourceError, parse_at_time, parse_at_zxid
+
+    from_files = (params.get("from_files") or "").strip()
+    at_zxid, at_time = params.get("at_zxid"), params.get("at_time")
+    try:
+        parse_at_zxid(at_zxid)
+        parse_at_time(at_time)
+    except FilesSourceError as exc:
+        raise AirflowFailException(str(exc)) from None
+    if from_files:
+        if len(targets) > 1:
+            raise AirflowFailException(
+                f"from_files names one cluster's files, but the settings list {len(targets)} clusters; give each "
+                "cluster its files: setting instead")
+        targets = [{**targets[0], "files": {"data_dir": from_files, "log_dir": None, "sftp_conn_id": None}}]
+    from_disk = [t for t in targets if t.get("files")]
+    if (at_zxid not in (None, "") or at_time) and not from_disk:
+        raise AirflowFailException("at_zxid and at_time rebuild ZooKeeper's files at a point in time: give "
+                                   "from_files, or clusters with a files: setting")
+    if at_zxid not in (None, "") and len(from_disk) > 1:
+        raise AirflowFailException("at_zxid is a zxid of one ensemble, but several clusters read files; use at_time")
+    return [{**t, "at_zxid": at_zxid if t.get("files") else None, "at_time": at_time if t.get("files") else None}
+            for t in targets]
+
+
 def build_dag(settings_path: str | None = None) -> DAG:
     """The audit DAG for the settings at ``settings_path`` (default ``$KAFKA_ZK_AUDIT_CONFIG``)."""
     settings_path = settings_path or os.environ.get(CONFIG_ENV) or None
@@ -114,6 +143,13 @@ def build_dag(settings_path: str | None = None) -> DAG:
                                                 "(default: the settings' migration.target_version)"),
             "run_label": Param(None, type=["null", "string"], pattern="^[A-Za-z0-9_.-]*$",
                                description="suffix of the snapshot ids"),
+            "from_files": Param("", type=["null", "string"],
+                                description="audit from ZooKeeper's files instead of the live ensemble: its dataDir, "
+                                            "a path or fsspec URL (one cluster only); empty: the settings decide"),
+            "at_zxid": Param(None, type=["null", "integer", "string"], pattern="^((0[xX])?[0-9a-fA-F]+)?$",
+                             description="rebuild the files' tree at this zxid (decimal or 0x hex); empty: newest"),
+            "at_time": Param(None, type=["null", "string"],
+                             description="rebuild the files' tree as it was at this ISO 8601 time; empty: newest"),
         },
         default_args={
             "retries": cfg.fleet.task_retries,
@@ -126,12 +162,15 @@ def build_dag(settings_path: str | None = None) -> DAG:
     ) as dag:
 
         @task(task_id="clusters", retries=0)
-        def plan_clusters(zk_conn_id: str, audit_config: str | None) -> list[dict[str, str]]:
+        def plan_clusters(zk_conn_id: str, audit_config: str | None, **context: Any) -> list[dict[str, Any]]:
             """One entry per cluster to audit: the settings' clusters, else ``default`` on ``zk_conn_id``."""
             run_cfg = load_config(audit_config or None)
             if not run_cfg.clusters:
-                return [{"cluster": DEFAULT_CLUSTER, "zk_conn_id": zk_conn_id}]
-            return [{"cluster": c.name, "zk_conn_id": c.zk_conn_id} for c in run_cfg.clusters]
+                targets = [{"cluster": DEFAULT_CLUSTER, "zk_conn_id": zk_conn_id or None, "files": None}]
+            else:
+                targets = [{"cluster": c.name, "zk_conn_id": c.zk_conn_id,
+                            "files": c.files.model_dump() if c.files else None} for c in run_cfg.clusters]
+            return plan_files(targets, context["params"])
 
         targets = plan_clusters("{{ params.zk_conn_id }}", AUDIT_CONFIG)
         snapshot = ZooKeeperSnapshotOperator.partial(
@@ -151,8 +190,9 @@ def build_dag(settings_path: str | None = None) -> DAG:
             application_args=["--warehouse", WAREHOUSE, "--snapshot-ids", SNAPSHOT_IDS, "--config", AUDIT_CONFIG,
                               "--target-version", "{{ params.target_version or '' }}"],
             # Spark settings come from the Spark connection (master, deploy mode, queue) and the
-            # app itself (kafka_zk_audit.audit.session: loopback driver for local masters only).
-            conf={"spark.ui.enabled": "false"},
+            # app itself (kafka_zk_audit.audit.session: loopback driver for local masters only, the driver JVM's
+            # options).
+            conf=submit_conf(),
         )
         gate = AuditGateOperator(
             task_id="gate",
@@ -185,6 +225,9 @@ def build_dag(settings_path: str | None = None) -> DAG:
             print(fleet["text"])
             print(f"fleet summary: {path}")
             readiness = publish_readiness(Warehouse(warehouse), [s for s in snapshot_ids.split(",") if s])
+            from kafka_zk_audit.offline.history import link_history_in_data_docs
+
+            link_history_in_data_docs(Warehouse(warehouse))  # the gate rebuilt the Data Docs index
             return {**{k: v for k, v in fleet.items() if k != "text"}, "readiness": readiness}
 
         summaries = publish_summaries(WAREHOUSE, SNAPSHOT_IDS, AUDIT_CONFIG, targets)

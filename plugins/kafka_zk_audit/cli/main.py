@@ -4,6 +4,8 @@
     kafka-zk-audit run --conn-id ID [--warehouse DIR] [--config FILE]
     kafka-zk-audit run --zk eu=HOST:PORT/kafka --zk us=HOST:PORT/kafka --conn-id dr=zookeeper_dr   (a fleet)
     kafka-zk-audit run --config fleet.yaml                  (the clusters listed in the settings)
+    kafka-zk-audit run --from-files DIR|URL [--at-zxid N | --at-time T] [--zk …|--conn-id ID]
+                                     (rebuilt from ZooKeeper's snapshot and logs; --zk/--conn-id only name it)
 
 One stage at a time, without Airflow (``stages``):
 
@@ -63,6 +65,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--target", default=None, metavar="VERSION",
                      help='Kafka version to plan the ZK -> KRaft migration with, e.g. 3.9 or 3.5.1 '
                           "(default: the settings' migration.target_version)")
+    run.add_argument("--from-files", default=None, metavar="DIR|URL",
+                     help="audit ZooKeeper's own files instead of the live ensemble: its dataDir (or version-2/), "
+                          "a local folder or an fsspec URL (s3://, gs://, https://, file://)")
+    run.add_argument("--at-zxid", default=None, metavar="N",
+                     help="with --from-files: rebuild the tree at this zxid (decimal or 0x hex); default: newest")
+    run.add_argument("--at-time", default=None, metavar="T",
+                     help="with --from-files: rebuild the tree as it was at this ISO 8601 time (naive: UTC)")
     run.add_argument("-v", "--verbose", action="store_true", help="stream the Airflow run's log to stderr")
     add_stage_parsers(sub)
     return parser
@@ -90,8 +99,10 @@ def _usage_error(message: str) -> int:
     return EXIT_USAGE
 
 
-def _zookeeper_connection(zk: str, conn_id: str, connections: dict[str, dict[str, Any]]) -> str | None:
-    """Add a CLI ZooKeeper connection for one ``--zk``; the problem when it is malformed or unreachable."""
+def _zookeeper_connection(zk: str, conn_id: str, connections: dict[str, dict[str, Any]],
+                          reachable: bool = True) -> str | None:
+    """Add a CLI ZooKeeper connection for one ``--zk``; the problem when it is malformed or (when ``reachable``
+    is asked) unreachable."""
     from kafka_zk_audit.snapshot.connection import ZkSettings, auth_from_env, split_hosts_and_chroot
 
     hosts, chroot = split_hosts_and_chroot(zk)
@@ -102,6 +113,8 @@ def _zookeeper_connection(zk: str, conn_id: str, connections: dict[str, dict[str
     if auth:
         extra["auth"] = f"{auth[0][0]}:{auth[0][1]}"
     connections[conn_id] = {"conn_type": "zookeeper", "host": hosts, "extra": extra}
+    if not reachable:
+        return None
     problem = _check_reachable(ZkSettings(hosts=hosts, chroot=chroot, auth=auth))
     return f"{problem}; check the address and that the ensemble is up" if problem else None
 
@@ -124,7 +137,8 @@ def _targets(args: argparse.Namespace, connections: dict[str, dict[str, Any]]) -
         if kind == "zk":
             conn_id = f"{CLI_CONN_ID}_{index}" if len(given) > 1 else CLI_CONN_ID
             try:
-                problem = _zookeeper_connection(target, conn_id, connections)
+                problem = _zookeeper_connection(target, conn_id, connections,
+                                                reachable=not getattr(args, "from_files", None))
             except ValueError as exc:
                 problem = str(exc)
             if problem:
@@ -195,6 +209,35 @@ def _find_fleet(warehouse: Warehouse, label: str) -> tuple[dict[str, Any], str] 
     return warehouse.read_json(path), path
 
 
+def _files_params(args: argparse.Namespace, cluster_count: int) -> tuple[dict[str, Any], str | None]:
+    """The DAG params of ``--from-files``/``--at-zxid``/``--at-time`` (a local folder made absolute), or the
+    problem."""
+    from kafka_zk_audit.offline.sources import FilesSourceError, check_location, parse_at_time, parse_at_zxid
+
+    params: dict[str, Any] = {}
+    try:
+        if args.at_zxid is not None:
+            params["at_zxid"] = parse_at_zxid(args.at_zxid)
+        if args.at_time is not None:
+            params["at_time"] = parse_at_time(args.at_time).isoformat()
+        if args.from_files:
+            check_location(args.from_files)
+    except FilesSourceError as exc:
+        return {}, str(exc)
+    if args.at_zxid is not None and args.at_time is not None:
+        return {}, "give --at-zxid or --at-time, not both"
+    if not args.from_files:
+        return params, None
+    location = args.from_files
+    if "://" not in location:
+        if not Path(location).is_dir():
+            return {}, f"--from-files {location}: no such directory; give ZooKeeper's dataDir (or its version-2/)"
+        location = str(Path(location).resolve())
+    if cluster_count > 1:
+        return {}, "--from-files names one cluster's files; for a fleet, give each cluster files: in the settings"
+    return {**params, "from_files": location}, None
+
+
 def run(args: argparse.Namespace) -> int:
     from kafka_zk_audit.cli.runner import airflow_env, run_dag_once
     from kafka_zk_audit.contract.settings import SettingsError, load_config
@@ -213,7 +256,10 @@ def run(args: argparse.Namespace) -> int:
             parse_target(args.target)
         except ValueError as exc:
             return _usage_error(f"--target {args.target!r}: {exc}")
-    if not args.zk and not args.conn_id and not cfg.clusters:
+    files_params, problem = _files_params(args, len(args.zk) + len(args.conn_id) or len(cfg.clusters))
+    if problem:
+        return _usage_error(problem)
+    if not args.zk and not args.conn_id and not cfg.clusters and not args.from_files:
         return _usage_error("name the ensemble(s) to audit: --zk HOST:PORT[/chroot] or --conn-id ID (repeat "
                             "either for a fleet), or list clusters in the --config settings file")
     connections: dict[str, dict[str, Any]] = {}
@@ -235,8 +281,15 @@ def run(args: argparse.Namespace) -> int:
     }
     if args.target:
         conf["target_version"] = args.target
+    conf.update(files_params)
+    if args.from_files and not clusters and not cfg.clusters:
+        conf["zk_conn_id"] = ""  # no ensemble to name: the manifest names the files
     log_path = Path(env["AIRFLOW_HOME"]) / "logs" / f"kafka-zk-audit-{label}.log"
     what = ", ".join(f"{c['name']} ({c['zk_conn_id']})" for c in clusters) or ", ".join(cfg.cluster_names())
+    if args.from_files:
+        from kafka_zk_audit.offline.sources import safe_location
+
+        what = f"{what or 'default'} from the ZooKeeper files in {safe_location(args.from_files)}"
     print(f"running DAG kafka_zk_audit for {what}; warehouse {warehouse.root}", file=sys.stderr)
     print(f"Airflow log: {log_path}", file=sys.stderr)
     try:

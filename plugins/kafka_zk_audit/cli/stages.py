@@ -147,6 +147,11 @@ def take_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | None, int]
     saying what went wrong."""
     import logging
 
+    if getattr(args, "from_files", None):
+        return take_offline_snapshot(args)
+    if getattr(args, "at_zxid", None) or getattr(args, "at_time", None) or getattr(args, "log_dir", None):
+        return None, _fail(EXIT_USAGE, "--log-dir, --at-zxid and --at-time go with --from-files DIR")
+
     from kazoo.client import KazooClient
 
     from kafka_zk_audit.snapshot.walker import SnapshotOptions, write_new_snapshot
@@ -185,10 +190,52 @@ def take_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | None, int]
     return manifest, EXIT_DONE
 
 
+def take_offline_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | None, int]:
+    """Rebuild the tree from ZooKeeper's files (``--from-files``) into the warehouse: (manifest, 0), or (None,
+    exit code) after saying what went wrong (2: the files or arguments cannot give a tree, nothing written)."""
+    import logging
+
+    from kafka_zk_audit.cli.main import _named
+    from kafka_zk_audit.offline.rebuild import write_new_offline_snapshot
+    from kafka_zk_audit.offline.replay import OfflineFilesError
+    from kafka_zk_audit.offline.sources import FilesSourceError, parse_at_time, parse_at_zxid
+    from kafka_zk_audit.snapshot.walker import SnapshotOptions
+
+    cfg, _, problem = _settings_file(args.config)
+    if problem:
+        return None, _fail(EXIT_USAGE, problem)
+    name, source = _named(args.from_files)
+    try:
+        at_zxid, at_time = parse_at_zxid(args.at_zxid), parse_at_time(args.at_time)
+    except FilesSourceError as exc:
+        return None, _fail(EXIT_USAGE, str(exc))
+    if at_zxid is not None and at_time is not None:
+        return None, _fail(EXIT_USAGE, "give --at-zxid or --at-time, not both")
+    for label, folder in (("--from-files", source), ("--log-dir", args.log_dir)):
+        if folder is not None and not Path(folder).is_dir():
+            return None, _fail(EXIT_USAGE, f"{label} {folder}: no such directory; pass ZooKeeper's dataDir "
+                                           "(the folder holding version-2/ or snapshot.* files)")
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
+    warehouse = Warehouse(args.warehouse or default_warehouse())
+    options = dataclasses.replace(SnapshotOptions(), **cfg.snapshot.model_dump())
+    cluster = name or "default"
+    _say(f"snapshot rebuilt from the files in {source} into {warehouse.root}")
+    try:
+        manifest = write_new_offline_snapshot(
+            str(Path(source).resolve()), warehouse, cluster, log_dir=args.log_dir and str(Path(args.log_dir).resolve()),
+            at_zxid=at_zxid, at_time=at_time, options=options, cluster=cluster, progress=_say,
+        )
+    except OfflineFilesError as exc:
+        return None, _fail(EXIT_USAGE, f"the files cannot give a trustworthy tree: {exc}")
+    except Exception as exc:
+        return None, _fail(EXIT_INCOMPLETE, f"the snapshot could not complete: {type(exc).__name__}: {exc}")
+    return manifest, EXIT_DONE
+
+
 # -- Spark apps ------------------------------------------------------------------------------------
 def spark_submit(app: str, app_args: list[str], master: str) -> int:
     """spark-submit a packaged app on ``master``; its output goes to stderr. Returns its exit code."""
-    from kafka_zk_audit.audit.session import is_local
+    from kafka_zk_audit.audit.session import is_local, submit_conf
 
     binary = Path(sys.executable).parent / "spark-submit"
     command = str(binary) if binary.exists() else shutil.which("spark-submit")
@@ -197,7 +244,8 @@ def spark_submit(app: str, app_args: list[str], master: str) -> int:
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     if is_local(master):
         env["SPARK_LOCAL_IP"] = "127.0.0.1"
-    cmd = [command, "--master", master, "--conf", "spark.ui.enabled=false", app, *app_args]
+    confs = [item for key, value in submit_conf().items() for item in ("--conf", f"{key}={value}")]
+    cmd = [command, "--master", master, *confs, app, *app_args]
     _say(f"spark-submit --master {master} {Path(app).name} {' '.join(app_args)}")
     with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
         assert proc.stdout is not None
@@ -344,6 +392,14 @@ def add_parsers(sub: Any) -> None:
     target = snap.add_mutually_exclusive_group(required=True)
     target.add_argument("--zk", help="[NAME=]HOST:PORT[,HOST:PORT...][/chroot] of the ensemble")
     target.add_argument("--conn-id", help="[NAME=]ID of an Airflow connection (conn_type zookeeper)")
+    target.add_argument("--from-files", metavar="[NAME=]DIR",
+                        help="rebuild the tree from ZooKeeper's own files: its dataDir (snapshot.*, or version-2/)")
+    snap.add_argument("--log-dir", default=None, metavar="DIR",
+                      help="with --from-files: the dataLogDir holding log.* (default: the --from-files folder)")
+    snap.add_argument("--at-zxid", default=None, metavar="N",
+                      help="with --from-files: the tree at this zxid (decimal or 0x hex); default: the newest")
+    snap.add_argument("--at-time", default=None, metavar="T",
+                      help="with --from-files: the tree at this ISO 8601 time (naive: UTC); default: the newest")
     snap.set_defaults(handler=snapshot)
 
     one = sub.add_parser("audit", parents=[common, spark],
@@ -370,3 +426,7 @@ def add_parsers(sub: Any) -> None:
                             "the settings' migration.target_version (3.9 unless set)")
     ready.add_argument("--json", action="store_true", help="print readiness.json instead of the report")
     ready.set_defaults(handler=readiness)
+
+    from kafka_zk_audit.cli.history import add_parser as add_history_parser  # imports this module: late
+
+    add_history_parser(sub, [common, spark])

@@ -233,11 +233,24 @@ class SnapshotConfig(_Section):
     parallel_connections: Annotated[StrictInt, Field(ge=1, le=64)]
 
 
+class FilesConfig(_Section):
+    """Where a cluster's ZooKeeper files are: the audit rebuilds the tree from them instead of reading the ensemble.
+
+    ``data_dir`` (and ``log_dir`` when the logs live apart) is a local path or an fsspec URL, or a path on the
+    server of the Airflow SFTP connection ``sftp_conn_id``.
+    """
+
+    data_dir: Text
+    log_dir: Text | None = None
+    sftp_conn_id: Text | None = None
+
+
 class ClusterConfig(_Section):
-    """One audited cluster: its name, its ZooKeeper connection and what it overrides."""
+    """One audited cluster: its name, its ZooKeeper connection (or files) and what it overrides."""
 
     name: ClusterName
-    zk_conn_id: Text
+    zk_conn_id: Text | None = None
+    files: FilesConfig | None = None
     overrides: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -298,6 +311,7 @@ _ALLOWED_BY_TYPE = {
 _MISSING_HINTS = {
     "check_id": "name the check this suppression applies to",
     "reason": "say why these findings are accepted",
+    "data_dir": "give the folder (path or URL) of ZooKeeper's dataDir",
 }
 _LIST_HINTS = {
     "suppressions": "a list of entries with check_id and reason",
@@ -312,6 +326,7 @@ _SECTIONS: dict[str, type[BaseModel]] = {
     "alerts": AlertsConfig,
     "gate": GateConfig,
     "clusters": ClusterConfig,
+    "clusters.files": FilesConfig,
     "fleet": FleetConfig,
     "snapshot": SnapshotConfig,
     "drift": DriftConfig,
@@ -429,6 +444,9 @@ def _validate(raw: Any, where: _Where, defaults: bool = True) -> AuditConfig:
     config._raw = merged
     problems = []
     for index, cluster in enumerate(config.clusters):
+        if cluster.zk_conn_id is None and cluster.files is None:
+            problems.append(f"{where.at(where.line_of(('clusters', index)))}: cluster {cluster.name!r} needs "
+                            "zk_conn_id (its ZooKeeper connection) or files (where its ZooKeeper files are)")
         at = ("clusters", index, "overrides")
         for key in cluster.overrides:
             if key not in CLUSTER_OVERRIDABLE:

@@ -20,6 +20,7 @@ from kafka_zk_audit.contract import readiness as contract
 from kafka_zk_audit.contract.readiness import LEVEL_RANK, LEVELS, NOT_VISIBLE
 from kafka_zk_audit.contract.warehouse import Warehouse, validate_snapshot_id
 from kafka_zk_audit.report import alert
+from kafka_zk_audit.report.data_docs import link_at_top
 
 log = logging.getLogger(__name__)
 
@@ -310,18 +311,7 @@ def publish_in_data_docs(warehouse: Warehouse, reports: Iterable[Mapping[str, An
     top of the site's index page (added once; the gate rebuilds the index every run). Returns the pages' URLs."""
     reports = list(reports)
     pages = write_pages(warehouse, reports, under=warehouse.data_docs_dir)
-    index = warehouse.data_docs_index
-    if warehouse.exists(index):
-        fs, path = warehouse.fs, warehouse.fs_path(index)
-        with fs.open(path, "r", encoding="utf-8") as handle:
-            text = handle.read()
-        if DATA_DOCS_LINK_ID not in text and "<body" in text:
-            link = (f'<div id="{DATA_DOCS_LINK_ID}" style="padding:8px 16px;background:#fff8e1;'
-                    f'border-bottom:1px solid #e0c97f;font-family:sans-serif">'
-                    f'<a href="{READINESS_DIR}/{FLEET_PAGE}.html">ZooKeeper &rarr; KRaft migration readiness</a>'
-                    f' (verdicts: {_e(", ".join(f"{cluster_name(r)} {verdict_of(r)}" for r in reports))})'
-                    "</div>")
-            head, _, rest = text.partition("<body")
-            tag_end = rest.index(">") + 1
-            warehouse.write_text(index, f"{head}<body{rest[:tag_end]}{link}{rest[tag_end:]}")
+    verdicts = ", ".join(f"{cluster_name(r)} {verdict_of(r)}" for r in reports)
+    link_at_top(warehouse, DATA_DOCS_LINK_ID, f"{READINESS_DIR}/{FLEET_PAGE}.html",
+                "ZooKeeper \u2192 KRaft migration readiness", f" (verdicts: {verdicts})")
     return pages

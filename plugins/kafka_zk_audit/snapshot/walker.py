@@ -822,6 +822,7 @@ def write_snapshot(
     elapsed = time.monotonic() - started
     manifest = {
         "snapshot_id": snapshot_id,
+        "source": "live",
         "cluster": cluster,
         "ensemble": settings.hosts,
         "chroot": settings.chroot or "/",

@@ -1,4 +1,4 @@
-"""Snapshot a ZooKeeper tree into the warehouse (read-only against the audited cluster)."""
+"""Snapshot a ZooKeeper tree into the warehouse: read-only against the audited cluster, or rebuilt from its files."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from airflow.sdk import BaseOperator
 
 from kafka_zk_audit.airflow.hooks.zookeeper import ZooKeeperHook
 from kafka_zk_audit.contract.warehouse import Warehouse, default_warehouse
+from kafka_zk_audit.snapshot.connection import ZkSettings
 from kafka_zk_audit.snapshot.walker import SnapshotOptions, write_new_snapshot
 
 
@@ -21,12 +22,19 @@ class ZooKeeperSnapshotOperator(BaseOperator):
     ``reads_per_second``, ``batch_ops``), how long to try to resume after a fault (``max_reconnects``,
     ``reconnect_timeout_s``), whether to copy secrets instead of fingerprinting them (``copy_secrets``) and over
     how many connections to walk (``parallel_connections``).
+
+    With ``files`` (``{"data_dir": …, "log_dir": …, "sftp_conn_id": …}``, the cluster's ``files`` setting) the
+    tree is rebuilt from ZooKeeper's snapshot and logs instead, at ``at_zxid`` or ``at_time`` (default: the
+    newest state): the same snapshot table and manifest, so the rest of the DAG runs unchanged. The ensemble is
+    not contacted; ``zk_conn_id``, when that connection exists, only names it in the manifest.
     """
 
-    template_fields: Sequence[str] = ("zk_conn_id", "warehouse", "snapshot_suffix", "cluster")
+    template_fields: Sequence[str] = ("zk_conn_id", "warehouse", "snapshot_suffix", "cluster", "at_zxid", "at_time")
 
-    def __init__(self, *, zk_conn_id: str = "zookeeper_default", warehouse: str | None = None,
+    def __init__(self, *, zk_conn_id: str | None = "zookeeper_default", warehouse: str | None = None,
                  snapshot_suffix: str | None = None, cluster: str | None = None,
+                 files: dict[str, str | None] | None = None, at_zxid: int | str | None = None,
+                 at_time: str | None = None,
                  options: SnapshotOptions | None = None,
                  max_reads_in_flight: int | None = None, max_bytes_in_flight: int | None = None,
                  reads_per_second: float | None = None, batch_ops: int | None = None,
@@ -38,6 +46,9 @@ class ZooKeeperSnapshotOperator(BaseOperator):
         self.warehouse = warehouse
         self.snapshot_suffix = snapshot_suffix
         self.cluster = cluster
+        self.files = files or None
+        self.at_zxid = at_zxid
+        self.at_time = at_time
         overrides = {
             "max_reads_in_flight": max_reads_in_flight, "max_bytes_in_flight": max_bytes_in_flight,
             "reads_per_second": reads_per_second, "batch_ops": batch_ops, "max_reconnects": max_reconnects,
@@ -52,6 +63,10 @@ class ZooKeeperSnapshotOperator(BaseOperator):
     def execute(self, context: Any) -> str:
         warehouse = Warehouse(self.warehouse or default_warehouse())
         suffix = "-".join(part for part in (self.cluster, self.snapshot_suffix) if part)
+        if self.files and self.files.get("data_dir"):
+            manifest = self._snapshot_from_files(warehouse, suffix)
+            context["ti"].xcom_push(key="manifest", value=manifest)
+            return manifest["snapshot_id"]
         hook = ZooKeeperHook(zk_conn_id=self.zk_conn_id)
         settings = hook.get_settings()
         self.log.info("snapshot of %s%s into %s", settings.ensemble,
@@ -63,3 +78,42 @@ class ZooKeeperSnapshotOperator(BaseOperator):
             hook.close()
         context["ti"].xcom_push(key="manifest", value=manifest)
         return manifest["snapshot_id"]
+
+    def _cluster_settings(self) -> ZkSettings | None:
+        """The cluster's connection settings (only to name the ensemble), or None without a usable connection."""
+        if not self.zk_conn_id:
+            return None
+        try:
+            return ZooKeeperHook(zk_conn_id=self.zk_conn_id).get_settings()
+        except Exception:  # no such connection: the files name the ensemble
+            self.log.info("no connection %r: the manifest names the files' location instead", self.zk_conn_id)
+            return None
+
+    def _snapshot_from_files(self, warehouse: Warehouse, suffix: str) -> dict[str, Any]:
+        """Fetch the cluster's ZooKeeper files (SFTP or fsspec) and rebuild the snapshot from them."""
+        from kafka_zk_audit.offline.rebuild import write_new_offline_snapshot
+        from kafka_zk_audit.offline.sources import parse_at_time, parse_at_zxid, zookeeper_files
+
+        files = self.files or {}
+        data_dir, log_dir, sftp_conn_id = files["data_dir"], files.get("log_dir"), files.get("sftp_conn_id")
+        at_zxid, at_time = parse_at_zxid(self.at_zxid), parse_at_time(self.at_time)
+        if sftp_conn_id:
+            from kafka_zk_audit.airflow.hooks.zookeeper_files import sftp_zookeeper_files
+
+            source = sftp_zookeeper_files(sftp_conn_id, data_dir, log_dir=log_dir, at_zxid=at_zxid, at_time=at_time)
+        else:
+            source = zookeeper_files(data_dir, log_location=log_dir, at_zxid=at_zxid, at_time=at_time)
+        with source as staged:
+            settings = self._cluster_settings()
+            target = "the newest state" if at_zxid is None and at_time is None else (
+                f"zxid {at_zxid:#x}" if at_zxid is not None else f"{at_time:%Y-%m-%dT%H:%M:%SZ}")
+            self.log.info("snapshot%s from the ZooKeeper files at %s (%s) into %s",
+                          f" of cluster {self.cluster}" if self.cluster else "", staged.origin, target,
+                          warehouse.root)
+            # fetched files are named by where they came from, not by the staging folder that is gone after
+            manifest = write_new_offline_snapshot(staged.data_dir, warehouse, suffix, log_dir=staged.log_dir,
+                                                  at_zxid=at_zxid, at_time=at_time, options=self.options,
+                                                  cluster=self.cluster, settings=settings,
+                                                  origin=staged.origin if staged.fetched else None)
+        return manifest
+

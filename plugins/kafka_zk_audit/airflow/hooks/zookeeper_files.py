@@ -1,0 +1,74 @@
+"""A cluster's ZooKeeper files over SFTP, through Airflow's SFTP provider and an Airflow connection.
+
+The connection (conn type ``sftp``) holds the host, the user and the key file or password; none of them is
+logged or passed on a command line. Only what a rebuild needs is fetched (``kafka_zk_audit.offline.sources``
+decides what), into a temporary directory removed after use.
+"""
+
+from __future__ import annotations
+
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from airflow.providers.sftp.hooks.sftp import SFTPHook
+from paramiko import SSHException
+
+from kafka_zk_audit.offline.sources import FilesSourceError, RemoteFile, StagedFiles, stage, staging_dir
+
+SNAPSHOT_PREFIX = "snapshot."
+
+
+class SftpStore:
+    """A ``FileStore`` over an open paramiko SFTP client."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def list(self, directory: str) -> list[RemoteFile]:
+        return [
+            RemoteFile(
+                entry.filename,
+                stat.S_ISDIR(entry.st_mode or 0),
+                entry.st_size,
+                datetime.fromtimestamp(entry.st_mtime, UTC) if entry.st_mtime is not None else None,
+            )
+            for entry in self.client.listdir_attr(directory)
+        ]
+
+    def open(self, directory: str, name: str) -> IO[bytes]:
+        handle = self.client.open(f"{directory.rstrip('/')}/{name}", "rb")
+        if name.startswith(SNAPSHOT_PREFIX):
+            handle.prefetch()  # read whole: pipeline the requests (a log is read only up to its last record)
+        return handle
+
+
+def sftp_origin(sftp_conn_id: str, path: str) -> str:
+    """How files on an SFTP connection's server are named in logs and manifests: ``<conn id>:<path>``."""
+    return f"{sftp_conn_id}:{path}"
+
+
+@contextmanager
+def sftp_zookeeper_files(sftp_conn_id: str, data_dir: str, *, log_dir: str | None = None,
+                         at_zxid: int | None = None, at_time: datetime | None = None,
+                         staging_parent: str | None = None, fallbacks: int = 1) -> Iterator[StagedFiles]:
+    """The ZooKeeper files under ``data_dir`` (and ``log_dir``) on the server of ``sftp_conn_id``, fetched for
+    the ``with`` block into a temporary directory; the connection is closed once they are fetched."""
+    hook = SFTPHook(ssh_conn_id=sftp_conn_id)
+    origin = sftp_origin(sftp_conn_id, data_dir)
+    with staging_dir(staging_parent) as staging:
+        try:
+            with hook.get_managed_conn() as client:
+                store = SftpStore(client)
+                staged = stage(store, data_dir, Path(staging), log_dir=log_dir, at_zxid=at_zxid, at_time=at_time,
+                               fallbacks=fallbacks, origin=origin)
+        except FilesSourceError:
+            raise
+        except (OSError, SSHException) as exc:
+            reason = getattr(exc, "strerror", None) or exc or type(exc).__name__
+            raise FilesSourceError(f"{origin}: cannot fetch the files over SFTP ({reason}); check the "
+                                   f"connection {sftp_conn_id!r} and the paths") from None
+        yield staged

@@ -1,0 +1,278 @@
+"""A history from ZooKeeper's own files: what happened between runs, in one Spark app.
+
+Reads the transaction logs (and the snapshot + logs before them, for the base state) and writes only under
+``<warehouse>/history/<history_id>/``::
+
+    changes/               the change table (offline.changes.CHANGES), base rows included
+    intervals/             the intervals at least ``min_interval`` long (offline.intervals.INTERVAL_COLUMNS)
+    controller_timeline/   one row per /controller holder, with the gap before it
+    leadership/            one row per partition state (leader, leader_epoch, isr, from/to)
+    timeline.html          standalone page: failovers, intervals per check, leadership changes
+    history.json           the summary, written last
+
+The floor (``--min-interval``, default 1s; proposed settings key ``history.min_interval``) turns shorter
+intervals (a controller failover of a few ms, a rebalance) into counts per check instead of rows.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from kafka_zk_audit.contract.settings import parse_duration
+from kafka_zk_audit.contract.warehouse import Warehouse
+from kafka_zk_audit.offline.changes import LOG_ERROR, base_rows, build_changes, with_session_deletes
+from kafka_zk_audit.offline.intervals import (
+    DEFAULT_MIN_INTERVAL_MS,
+    all_intervals,
+    controller_failovers,
+    leadership_history,
+    split_by_floor,
+)
+from kafka_zk_audit.report.data_docs import link_at_top
+
+log = logging.getLogger(__name__)
+
+HISTORY = "history"
+
+
+def new_history_id(now: datetime | None = None) -> str:
+    """``YYYYMMDDTHHMMSSZ-<8 hex>`` (the reaudit id's form): ids sort in time order, two never share one."""
+    stamp = (now or datetime.now(UTC)).astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{uuid.uuid4().hex[:8]}"
+
+
+def history_dir(warehouse: Warehouse, history_id: str) -> str:
+    return f"{warehouse.root}/{HISTORY}/{history_id}"
+
+
+def _iso(value: Any) -> str | None:
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+def _base(spark: SparkSession, files_dir: str, log_dir: str | None, first_zxid: int, chroot: str,
+          key: bytes | None, first_time_ms: int | None) -> tuple[DataFrame | None, dict[str, Any]]:
+    """The base rows at ``first_zxid - 1`` and what was rebuilt; (None, why) when the files cannot give it."""
+    from kafka_zk_audit.offline.replay import rebuild_tree
+
+    try:
+        tree = rebuild_tree(files_dir, log_dir, at_zxid=first_zxid - 1)
+    except Exception as exc:  # no usable snapshot before the window: intervals open at its start stay unknown
+        log.warning("no base state before zxid %s: %s", first_zxid, exc)
+        return None, {"zxid": None, "error": f"{type(exc).__name__}: {exc}"[:400]}
+    if tree.time_ms is None:
+        tree.time_ms = first_time_ms
+    rows = base_rows(spark, tree, chroot, key, at_zxid=first_zxid - 1)
+    return rows, {"zxid": first_zxid - 1, "snapshot": tree.snapshot_file.rsplit("/", 1)[-1],
+                  "digest_verified": tree.digest_verified, "format": tree.format}
+
+
+def run_history(spark: SparkSession, warehouse: Warehouse, files_dir: str, *, log_dir: str | None = None,
+                chroot: str = "", history_id: str | None = None, cluster: str | None = None,
+                min_interval_ms: int = DEFAULT_MIN_INTERVAL_MS, from_zxid: int | None = None,
+                to_zxid: int | None = None) -> dict[str, Any]:
+    """Build the history of the logs in ``log_dir`` (default ``files_dir``); returns the summary it wrote."""
+    from kafka_zk_audit.snapshot.secrets import warehouse_key
+
+    started = time.monotonic()
+    history_id = history_id or new_history_id()
+    root = history_dir(warehouse, history_id)
+    key = warehouse_key(warehouse)
+    chroot = chroot.rstrip("/")
+    decoded = build_changes(spark, log_dir or files_dir, chroot=chroot, first_zxid=from_zxid, last_zxid=to_zxid,
+                            key=key)
+    decoded.write.mode("overwrite").parquet(f"{root}/_decoded")
+    decoded = spark.read.parquet(f"{root}/_decoded")
+    decode_seconds = time.monotonic() - started
+    errors = [{"file": r["path"], "after_zxid": r["zxid"], "error": bytes(r["data"]).decode(errors="replace")}
+              for r in decoded.where(F.col("op") == LOG_ERROR).collect()]
+    changes = decoded.where(F.col("op") != LOG_ERROR)
+    span = changes.agg(F.min("zxid").alias("first"), F.max("zxid").alias("last"), F.min("time").alias("t0"),
+                       F.max("time").alias("t1"), F.countDistinct("zxid").alias("txns"),
+                       F.count(F.lit(1)).alias("rows")).first()
+    base_info: dict[str, Any] = {"zxid": None}
+    if span["first"] is not None:
+        first_ms = int(span["t0"].timestamp() * 1000)
+        base, base_info = _base(spark, files_dir, log_dir, span["first"], chroot, key, first_ms)
+        if base is not None:
+            changes = changes.unionByName(base)
+    with_session_deletes(changes).write.mode("overwrite").parquet(f"{root}/changes")
+    warehouse.remove(f"{root}/_decoded")
+    changes = spark.read.parquet(f"{root}/changes")
+    found, tables = all_intervals(changes)
+    found = found.persist()
+    listed, short = split_by_floor(found, min_interval_ms)
+    listed.orderBy("start_zxid", "check_id").coalesce(1).write.mode("overwrite").parquet(f"{root}/intervals")
+    failovers = controller_failovers(tables)
+    failovers.coalesce(1).write.mode("overwrite").parquet(f"{root}/controller_timeline")
+    leadership_history(tables).write.mode("overwrite").parquet(f"{root}/leadership")
+    listed_rows = [r.asDict() for r in spark.read.parquet(f"{root}/intervals").orderBy("start_zxid").collect()]
+    failover_rows = [r.asDict() for r in spark.read.parquet(f"{root}/controller_timeline")
+                     .orderBy("from_zxid").collect()]
+    leadership_changes = [r.asDict() for r in spark.read.parquet(f"{root}/leadership")
+                          .orderBy("from_zxid").limit(500).collect()]
+    counts: dict[str, dict[str, int]] = {}
+    for row in listed_rows:
+        counts.setdefault(row["check_id"], {"listed": 0, "short": 0})["listed"] += 1
+    for row in short.collect():
+        counts.setdefault(row["check_id"], {"listed": 0, "short": 0})["short"] = row["short"]
+    found.unpersist()
+    seconds = round(time.monotonic() - started, 2)
+    txns = int(span["txns"] or 0)
+    summary = {
+        "history_id": history_id, "cluster": cluster, "warehouse": warehouse.root, "path": root,
+        "files": files_dir, "log_dir": log_dir or files_dir, "chroot": chroot or "/",
+        "first_zxid": span["first"], "last_zxid": span["last"],
+        "first_time": _iso(span["t0"]), "last_time": _iso(span["t1"]),
+        "base": base_info, "txns": txns, "changes": int(span["rows"] or 0),
+        "min_interval_ms": min_interval_ms, "checks": dict(sorted(counts.items())),
+        "controller_failovers": len(failover_rows), "log_errors": errors,
+        "decode_seconds": round(decode_seconds, 2), "seconds": seconds,
+        "txns_per_second": round(txns / decode_seconds, 1) if decode_seconds else None,
+        "page": f"{root}/timeline.html",
+    }
+    page = timeline_page(summary, listed_rows, failover_rows, leadership_changes)
+    warehouse.write_text(summary["page"], page)
+    warehouse.write_json(f"{root}/history.json", summary)
+    publish_in_data_docs(warehouse, summary, page)
+    return summary
+
+
+DATA_DOCS_LINK_ID = "kafka-zk-audit-history"
+
+
+def data_docs_history_index(warehouse: Warehouse) -> str:
+    return f"{warehouse.data_docs_dir}/{HISTORY}/index.html"
+
+
+def publish_in_data_docs(warehouse: Warehouse, summary: Mapping[str, Any], page: str) -> str:
+    """The history's page inside the Data Docs site too (``<data_docs>/history/<id>.html``), an index of every
+    history of the warehouse there, newest first, and a link to it at the top of the site's index page (when the
+    site exists; the DAG's summary task adds it again after each gate rebuilt the index). Returns the index's URL."""
+    warehouse.write_text(f"{warehouse.data_docs_dir}/{HISTORY}/{summary['history_id']}.html", page)
+    histories = []
+    for path in sorted(warehouse.fs.glob(warehouse.fs_path(f"{warehouse.root}/{HISTORY}/*/history.json")),
+                       reverse=True):
+        with warehouse.fs.open(path, "r", encoding="utf-8") as handle:
+            histories.append(json.load(handle))
+    esc = html.escape
+    rows = "".join(
+        f"<tr><td><a href=\"{esc(h['history_id'])}.html\">{esc(h['history_id'])}</a></td>"
+        f"<td>{esc(str(h.get('cluster') or ''))}</td><td>{esc(str(h.get('first_time')))} to "
+        f"{esc(str(h.get('last_time')))}</td><td>{h.get('txns', 0):,}</td>"
+        f"<td>{sum(c.get('listed', 0) for c in h.get('checks', {}).values())}</td>"
+        f"<td>{h.get('controller_failovers', 0)}</td></tr>"
+        for h in histories)
+    index = data_docs_history_index(warehouse)
+    warehouse.write_text(index, (
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>kafka-zk-audit: histories from ZooKeeper's files"
+        "</title><style>body{font-family:sans-serif;margin:24px}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}</style></head><body>"
+        "<h1>What happened between runs: histories from ZooKeeper's files</h1>"
+        "<table><tr><th>history</th><th>cluster</th><th>window (leader's clock)</th><th>txns</th>"
+        f"<th>intervals listed</th><th>controller holders</th></tr>{rows}</table></body></html>"))
+    link_history_in_data_docs(warehouse)
+    return index
+
+
+def link_history_in_data_docs(warehouse: Warehouse) -> bool:
+    """The link to the histories at the top of the Data Docs index, when there are histories and a site."""
+    if not warehouse.exists(data_docs_history_index(warehouse)):
+        return False
+    return link_at_top(warehouse, DATA_DOCS_LINK_ID, f"{HISTORY}/index.html",
+                       "What happened between runs (histories from ZooKeeper's files)")
+
+
+def _ms(value: Any) -> str:
+    return "" if value is None else f"{value / 1000:.3f} s"
+
+
+def timeline_page(summary: Mapping[str, Any], intervals: Sequence[Mapping[str, Any]],
+                  failovers: Sequence[Mapping[str, Any]], leadership: Sequence[Mapping[str, Any]]) -> str:
+    """A standalone HTML page: controller failovers, the intervals of each check, leadership changes."""
+    esc = html.escape
+
+    def cell(value: Any) -> str:
+        return esc("" if value is None else str(value))
+
+    parts = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        f"<title>kafka-zk-audit history {esc(summary['history_id'])}</title><style>",
+        "body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;font-size:13px;margin-bottom:1em}",
+        "th,td{border:1px solid #ccc;padding:3px 6px;text-align:left}td.critical{background:#f4a6a6}",
+        "td.error{background:#f8c9a0}td.warning{background:#fbe7a1}td.info{background:#d8e8f8}</style></head><body>",
+        f"<h1>History {esc(summary['history_id'])}</h1>",
+        f"<p>{summary['txns']:,} txns, zxid {cell(summary['first_zxid'])} to {cell(summary['last_zxid'])} "
+        f"({cell(summary['first_time'])} to {cell(summary['last_time'])}), chroot {esc(summary['chroot'])}; "
+        f"intervals shorter than {_ms(summary['min_interval_ms'])} are counted, not listed.</p>",
+        "<h2>Checks</h2><table><tr><th>check</th><th>listed</th><th>shorter</th></tr>",
+    ]
+    parts += [f"<tr><td>{esc(check)}</td><td>{n['listed']}</td><td>{n['short']}</td></tr>"
+              for check, n in summary["checks"].items()]
+    parts.append("</table><h2>Controller failovers</h2><table><tr><th>broker</th><th>epoch</th><th>from zxid</th>"
+                 "<th>from</th><th>to zxid</th><th>to</th><th>gap before</th></tr>")
+    parts += [f"<tr><td>{cell(f['broker_id'])}</td><td>{cell(f['epoch'])}</td><td>{cell(f['from_zxid'])}</td>"
+              f"<td>{cell(_iso(f['from_time']))}</td><td>{cell(f['to_zxid'])}</td><td>{cell(_iso(f['to_time']))}</td>"
+              f"<td>{_ms(f['gap_ms'])}</td></tr>" for f in failovers]
+    parts.append("</table><h2>Intervals</h2><table><tr><th>check</th><th>subject</th><th>from zxid</th>"
+                 "<th>to zxid</th><th>from</th><th>lasted</th><th>evidence</th></tr>")
+    for row in intervals:
+        subject = " ".join(str(v) for v in (row["group_id"], row["topic"], row["partition"], row["broker_id"])
+                           if v is not None) or row["path"]
+        parts.append(f"<tr><td class='{esc(row['severity'])}'>{esc(row['check_id'])}</td><td>{cell(subject)}</td>"
+                     f"<td>{cell(row['start_zxid'])}</td><td>{cell(row['end_zxid']) or 'open'}</td>"
+                     f"<td>{cell(_iso(row['start_time']))}</td><td>{_ms(row['duration_ms'])}</td>"
+                     f"<td>{cell(row['detail'])}</td></tr>")
+    parts.append("</table><h2>Leadership changes</h2><table><tr><th>partition</th><th>leader</th>"
+                 "<th>leader_epoch</th><th>isr</th><th>from zxid</th><th>to zxid</th></tr>")
+    parts += [f"<tr><td>{cell(r['topic'])}-{cell(r['partition'])}</td><td>{cell(r['leader'])}</td>"
+              f"<td>{cell(r['leader_epoch'])}</td><td>{cell(r['isr'])}</td><td>{cell(r['from_zxid'])}</td>"
+              f"<td>{cell(r['to_zxid'])}</td></tr>" for r in leadership]
+    parts.append("</table></body></html>\n")
+    return "\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """spark-submit entry: ``--warehouse W --files DIR [--log-dir DIR] [--cluster NAME] [--chroot /x]
+    [--history-id ID] [--min-interval 1s] [--from-zxid N] [--to-zxid N]``. Exit 0 when history.json was
+    written, 1 when a log could not be read to its end."""
+    import argparse
+
+    from kafka_zk_audit.audit.session import get_spark
+    from kafka_zk_audit.offline.sources import parse_at_zxid
+
+    parser = argparse.ArgumentParser(description="kafka-zk-audit: the history of ZooKeeper's transaction logs")
+    parser.add_argument("--warehouse", required=True)
+    parser.add_argument("--files", required=True, help="ZooKeeper's dataDir (snapshots, and logs unless --log-dir)")
+    parser.add_argument("--log-dir", default=None, help="ZooKeeper's dataLogDir when apart from --files")
+    parser.add_argument("--cluster", default=None)
+    parser.add_argument("--chroot", default="", help="Kafka's chroot; paths are written relative to it")
+    parser.add_argument("--history-id", default=None, help="default: a new one (YYYYMMDDTHHMMSSZ-<hex>)")
+    parser.add_argument("--min-interval", default="1s", help="shorter intervals are counted, not listed")
+    parser.add_argument("--from-zxid", default=None, help="first zxid (decimal or 0x hex)")
+    parser.add_argument("--to-zxid", default=None, help="last zxid (decimal or 0x hex)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    min_interval_ms = int(parse_duration(args.min_interval, "--min-interval", "the command line").total_seconds()
+                          * 1000)
+    spark = get_spark(f"kafka-zk-audit history {args.history_id or ''}".strip(), shuffle_partitions=4)
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")  # many small joins: no broadcast per join
+    try:
+        summary = run_history(spark, Warehouse(args.warehouse), args.files, log_dir=args.log_dir,
+                              chroot=args.chroot, history_id=args.history_id, cluster=args.cluster,
+                              min_interval_ms=min_interval_ms, from_zxid=parse_at_zxid(args.from_zxid),
+                              to_zxid=parse_at_zxid(args.to_zxid))
+    finally:
+        spark.stop()
+    log.info("history %s: %d txns in %.1fs (%.0f txns/s decoded); %s", summary["history_id"], summary["txns"],
+             summary["seconds"], summary["txns_per_second"] or 0, summary["page"])
+    return 1 if summary["log_errors"] else 0

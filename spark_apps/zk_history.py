@@ -1,0 +1,14 @@
+"""spark-submit entry point: the history of ZooKeeper's own files (transaction logs) between runs.
+
+    spark-submit zk_history.py --warehouse DIR --files DIR [--log-dir DIR] [--cluster NAME] [--chroot /x]
+                               [--history-id ID] [--min-interval 1s] [--from-zxid N] [--to-zxid N]
+
+Ships in the package as ``kafka_zk_audit.spark_apps``; ``kafka-zk-audit history`` finds it with importlib.resources.
+"""
+
+import sys
+
+from kafka_zk_audit.offline.history import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""Replay on a real ZooKeeper's files: the digest ZooKeeper logs is met at every txn, earlier moments come
+from earlier snapshots, and a corrupt snapshot, an altered digest, a gap or a corrupt log is refused or
+skipped, never half used."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kafka_zk_audit.offline.replay import OfflineFilesError, rebuild_tree
+from kafka_zk_audit.offline.snapfile import read_snapshot, snapshot_files, snapshot_zxid
+from kafka_zk_audit.offline.txnlog import RECORD_HEAD, log_files
+
+from .test_snapfile import altered_digest
+
+pytestmark = pytest.mark.zk
+
+
+def _copy_snapshots(zk_files, target: Path, keep=lambda path: True) -> Path:
+    (target / "version-2").mkdir(parents=True)
+    for path in snapshot_files(zk_files.data_dir):
+        if keep(path):
+            shutil.copy(path, target / "version-2" / path.name)
+    return target
+
+
+def test_the_newest_tree_meets_every_logged_digest(zk_files):
+    messages: list[str] = []
+    tree = rebuild_tree(zk_files.data_dir, zk_files.log_dir, progress=messages.append)
+    assert tree.zxid == zk_files.final_zxid and tree.digest_verified is True and tree.format == "3.6+"
+    assert "/kafka/brokers/ids/99" not in tree.nodes  # its session was closed
+    assert "/kafka/nulldata" in tree.nodes and tree.nodes["/kafka/nulldata"].data_null
+    assert not tree.nodes["/kafka/brokers/ids"].children  # the simulator's sessions closed at the end
+    assert Path(tree.snapshot_file) == snapshot_files(zk_files.data_dir)[-1] and messages
+
+
+def test_every_zxid_from_the_first_snapshot_is_digest_checked(zk_files, tmp_path):
+    """From snapshot.0 alone every txn is replayed, and every one with a TxnDigest is compared."""
+    only_first = _copy_snapshots(zk_files, tmp_path / "data", keep=lambda path: snapshot_zxid(path) == 0)
+    tree = rebuild_tree(only_first, zk_files.log_dir)
+    newest = rebuild_tree(zk_files.data_dir, zk_files.log_dir)
+    assert tree.zxid == newest.zxid and tree.digest_verified is True
+    assert tree.nodes == newest.nodes
+
+
+def test_an_earlier_zxid_uses_a_snapshot_that_ends_by_it(zk_files):
+    later = read_snapshot(snapshot_files(zk_files.data_dir)[-1])
+    at_its_end = rebuild_tree(zk_files.data_dir, zk_files.log_dir, at_zxid=later.digest_zxid)
+    assert Path(at_its_end.snapshot_file).name == Path(later.path).name and at_its_end.zxid == later.digest_zxid
+    before_it = rebuild_tree(zk_files.data_dir, zk_files.log_dir, at_zxid=later.zxid - 1)
+    assert snapshot_zxid(before_it.snapshot_file) < later.zxid and before_it.zxid == later.zxid - 1
+    assert at_its_end.digest_verified is True and before_it.digest_verified is True
+
+
+def test_a_corrupt_newest_snapshot_falls_back_to_the_previous_one(zk_files, tmp_path):
+    data_dir = _copy_snapshots(zk_files, tmp_path / "data")
+    newest = sorted((data_dir / "version-2").glob("snapshot.*"), key=snapshot_zxid)[-1]
+    newest.write_bytes(newest.read_bytes()[:-100])
+    messages: list[str] = []
+    tree = rebuild_tree(data_dir, zk_files.log_dir, progress=messages.append)
+    assert snapshot_zxid(tree.snapshot_file) < snapshot_zxid(newest)
+    assert any(message.startswith(f"warning: skipping snapshot {newest.name}") for message in messages)
+    assert tree.skipped_snapshots and tree.digest_verified is True
+    assert tree.nodes == rebuild_tree(zk_files.data_dir, zk_files.log_dir).nodes
+
+
+def test_an_altered_digest_trailer_is_refused(zk_files, tmp_path):
+    data_dir = _copy_snapshots(zk_files, tmp_path / "data")
+    newest = sorted((data_dir / "version-2").glob("snapshot.*"), key=snapshot_zxid)[-1]
+    newest.write_bytes(altered_digest(newest.read_bytes()))
+    with pytest.raises(OfflineFilesError, match="tree digest mismatch at zxid"):
+        rebuild_tree(data_dir, zk_files.log_dir)
+
+
+def test_a_missing_log_is_a_gap(zk_files, tmp_path):
+    data_dir = _copy_snapshots(zk_files, tmp_path / "data", keep=lambda path: snapshot_zxid(path) == 0)
+    logs = log_files(zk_files.log_dir)
+    assert len(logs) >= 3
+    (tmp_path / "logs" / "version-2").mkdir(parents=True)
+    for path in (logs[0], *logs[2:]):
+        shutil.copy(path, tmp_path / "logs" / "version-2" / path.name)
+    with pytest.raises(OfflineFilesError, match="txns are missing"):
+        rebuild_tree(data_dir, tmp_path / "logs")
+
+
+def test_a_corrupt_log_record_is_refused(zk_files, tmp_path):
+    (tmp_path / "logs").mkdir()
+    for path in log_files(zk_files.log_dir):
+        shutil.copy(path, tmp_path / "logs" / path.name)
+    last = log_files(tmp_path / "logs")[-1]
+    data = bytearray(last.read_bytes())
+    data[16 + RECORD_HEAD.size + 10] ^= 0xFF  # inside the first record's payload
+    last.write_bytes(bytes(data))
+    with pytest.raises(OfflineFilesError, match="checksum mismatch"):
+        rebuild_tree(zk_files.data_dir, tmp_path / "logs")
+
+
+def test_no_snapshot_or_a_target_before_every_snapshot_is_refused(zk_files, tmp_path):
+    with pytest.raises(OfflineFilesError, match="no snapshot"):
+        rebuild_tree(tmp_path, zk_files.log_dir)
+    with pytest.raises(OfflineFilesError, match="before the requested zxid"):
+        rebuild_tree(zk_files.data_dir, zk_files.log_dir, at_zxid=zk_files.final_zxid + 1)
