@@ -71,7 +71,8 @@ def test_the_default_dag_runs_hourly_with_retries_timeouts_and_failure_alerts(tm
     assert dag["tasks"]["snapshot"]["mapped"] is True and dag["tasks"]["snapshot"]["max_active_tis"] == 4
     assert dag["tasks"]["audit"]["trigger_rule"].lower().endswith("all_done")
     assert any("kafka_zk_audit_clusters" in outlet for outlet in dag["outlets"])
-    assert dag["audit_conf"]["spark.driver.extraJavaOptions"] == "-XX:TieredStopAtLevel=1"
+    assert dag["audit_conf"]["spark.driver.extraJavaOptions"].split() == [
+        "-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m"]
 
 
 @pytest.mark.parametrize(("schedule", "summary"), [("0 */2 * * *", "0 */2 * * *"), ("@daily", "0 0 * * *")])

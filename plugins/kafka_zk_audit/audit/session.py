@@ -19,7 +19,9 @@ COMMON_CONF = {
 # spends its time in the driver planning a few hundred small Spark plans, in a JVM that lives a minute: the C1 JIT
 # alone (no C2) compiles that code sooner and for less CPU (the same audit: ~30% less CPU and wall time, measured with
 # bench/profile_audit.py); the data-heavy work of a large tree runs in the same JVM (local masters) at C1 speed.
-DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+# C1 alone would also shrink the code cache to 48 MB, which the generated code of a 1M-znode audit overflows
+# ("Out of space in CodeCache"): keep the tiered default's size.
+DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 # Local masters only: the driver on loopback. A cluster's executors must reach the driver, so with a
 # spark://, yarn or k8s:// master the driver's address is left to Spark and the cluster's settings.
 LOOPBACK_CONF = {

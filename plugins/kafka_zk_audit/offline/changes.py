@@ -22,11 +22,21 @@ not list them (ZooKeeper 3.5 and older).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import bisect
+import functools
+import gc
+import mmap
+import os
+import re
+import struct
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -42,7 +52,16 @@ from pyspark.sql.types import (
 
 from kafka_zk_audit.contract.secrets import SECRET_DATA_PATHS, SECRET_VALUE_PATHS
 from kafka_zk_audit.offline.intervals import BASE, CHECKED_PATHS, znode_versions
-from kafka_zk_audit.offline.txnlog import TxnLogError, iter_txns, log_files
+from kafka_zk_audit.offline.snapfile import NodeMap
+from kafka_zk_audit.offline.txnlog import (
+    END_OF_RECORD,
+    FILE_HEADER,
+    RECORD_HEAD,
+    TXN_HEADER,
+    TxnLogError,
+    iter_txns,
+    log_files,
+)
 
 CHANGES = StructType([
     StructField("zxid", LongType()), StructField("op_index", IntegerType()), StructField("time", TimestampType()),
@@ -61,6 +80,10 @@ LOG_ERROR = "log_error"  # a row saying a file could not be decoded past zxid; p
 SKIPPED_OPS = frozenset({"check", "error"})
 SESSION_OPS = frozenset({"createSession", "closeSession"})
 BATCH_ROWS = 65_536
+MIN_RANGE_BYTES = 1 << 20  # a log file is cut into ranges of at least this many bytes
+RANGES_DDL = "file string, start long, end long, first_zxid long"
+_ZXID = struct.Struct(">q").unpack_from
+ZXID_OFFSET = 12  # TxnHeader {long clientId, int cxid, long zxid, …}: the zxid's offset in a record's payload
 SECRET_PATHS = (*SECRET_VALUE_PATHS, *SECRET_DATA_PATHS)
 
 
@@ -75,65 +98,83 @@ def relative_path(path: str | None, chroot: str) -> str | None:
     return None
 
 
-class _Columns:
-    """Column lists of decoded rows, flushed as Arrow record batches."""
-
-    def __init__(self) -> None:
-        self.rows: list[tuple[Any, ...]] = []
-
-    def add(self, zxid: int, index: int, time_ms: int, session: int, op: str, path: str | None,
-            data: bytes | None, version: int | None, ephemeral: bool) -> None:
-        self.rows.append((zxid, index, time_ms, session, op, path, data, version, ephemeral))
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def flush(self) -> pa.RecordBatch:
-        by_column = zip(*self.rows, strict=True)
-        columns = [pa.array(values, type=field.type) for values, field in zip(by_column, _DECODED, strict=True)]
-        self.rows = []
-        return pa.RecordBatch.from_arrays(columns, schema=_DECODED)
+def _batch(columns: list[list[Any]]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([pa.array(values, type=field.type) for values, field in
+                                       zip(columns, _DECODED, strict=True)], schema=_DECODED)
 
 
-def decode_log(content: bytes, name: str, chroot: str, first_zxid: int | None, last_zxid: int | None,
-               scrub: Any = None) -> Iterator[pa.RecordBatch]:
-    """The change rows of one log file's bytes, as record batches (see the module doc for the rows)."""
-    out = _Columns()
-    add = out.rows.append  # the hot loop: one tuple per row
+def decode_log(content: bytes | bytearray | memoryview, name: str, chroot: str, first_zxid: int | None,
+               last_zxid: int | None, scrub: Any = None, start_zxid: int | None = None) -> Iterator[pa.RecordBatch]:
+    """The change rows of one log's bytes (a whole file, or its header followed by a run of whole records), as
+    record batches (see the module doc for the rows). ``start_zxid`` is the zxid an error row names when the
+    first record cannot be decoded (default: the one before ``first_zxid``, else 0)."""
+    root = chroot.rstrip("/")
+    prefix, cut = root + "/", len(root)
+    columns: list[list[Any]] = [[] for _ in _DECODED]
+    zxids, indexes, times, sessions, kinds, paths, datas, versions, ephemerals = columns
     after = first_zxid - 1 if first_zxid is not None else None
-    zxid = after or 0
+    zxid = start_zxid if start_zxid is not None else after or 0
+    skipped, session_ops, secret_paths = SKIPPED_OPS, SESSION_OPS, SECRET_PATHS
     try:
         for txn in iter_txns(content, after_zxid=after):
-            zxid, time_ms, session = txn.zxid, txn.time_ms, txn.session
+            zxid = txn.zxid
             if last_zxid is not None and zxid > last_zxid:
                 break
-            if txn.failed:
+            ops = txn.ops
+            if len(ops) > 1 and txn.failed:
                 continue
-            for index, op in enumerate(txn.ops):
+            for index, op in enumerate(ops):
                 kind = op.op
-                if kind in SKIPPED_OPS:
+                if kind in skipped:
                     continue
-                if kind in SESSION_OPS:
-                    add((zxid, index, time_ms, session, kind, None, None, None, False))
+                if kind in session_ops:
+                    rows = [(index, kind, None, False)]
                     for number, gone in enumerate(op.paths or (), start=1):
-                        path = relative_path(gone, chroot)
+                        path = relative_path(gone, root)
                         if path is not None:
-                            add((zxid, number, time_ms, session, "delete", path, None, None, False))
+                            rows.append((number, "delete", path, False))
+                    for number, row_kind, path, ephemeral in rows:
+                        zxids.append(zxid)
+                        indexes.append(number)
+                        times.append(txn.time_ms)
+                        sessions.append(txn.session)
+                        kinds.append(row_kind)
+                        paths.append(path)
+                        datas.append(None)
+                        versions.append(None)
+                        ephemerals.append(ephemeral)
                     continue
-                path = relative_path(op.path, chroot)
-                if path is None:
+                path = op.path
+                if not root or path is None:
+                    pass
+                elif path.startswith(prefix):
+                    path = path[cut:]
+                elif path == root:
+                    path = "/"
+                else:
                     continue
                 data = op.data
-                if data and path.startswith(SECRET_PATHS):
+                if data and path.startswith(secret_paths):
                     data = scrub(path, data) if scrub is not None else None
-                add((zxid, index, time_ms, session, kind, path, data, op.version, op.ephemeral))
-            if len(out.rows) >= BATCH_ROWS:
-                yield out.flush()
-                add = out.rows.append
+                zxids.append(zxid)
+                indexes.append(index)
+                times.append(txn.time_ms)
+                sessions.append(txn.session)
+                kinds.append(kind)
+                paths.append(path)
+                datas.append(data)
+                versions.append(op.version)
+                ephemerals.append(op.ephemeral)
+            if len(zxids) >= BATCH_ROWS:
+                yield _batch(columns)
+                for values in columns:
+                    values.clear()
     except TxnLogError as exc:  # a corrupt file: what came before stands, the rest is reported
-        add((zxid, 0, 0, 0, LOG_ERROR, name, str(exc).encode(), None, False))
-    if out.rows:
-        yield out.flush()
+        for values, value in zip(columns, (zxid, 0, 0, 0, LOG_ERROR, name, str(exc).encode(), None, False),
+                                 strict=True):
+            values.append(value)
+    if zxids:
+        yield _batch(columns)
 
 
 def _scrubber(key: bytes | None) -> Any:
@@ -155,24 +196,149 @@ def read_logs(spark: SparkSession, files: list[str]) -> DataFrame:
     return union.select("path", "content")
 
 
+def without_gc(decode: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+               ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """``decode`` run with Python's cycle collector paused (and restored after, the worker is reused): decoding
+    makes no reference cycles, and the collector's passes over the growing column lists cost about a third of
+    the decoding time."""
+
+    @functools.wraps(decode)
+    def paused(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            yield from decode(batches)
+        finally:
+            if enabled:
+                gc.enable()
+
+    return paused
+
+
+@dataclass(frozen=True, slots=True)
+class LogRange:
+    """A run of whole records of one log file: bytes [start, end) (end: the file's end for its last range) and
+    the zxid of its first record (None for a range that starts at the file's first record)."""
+
+    file: str
+    start: int
+    end: int
+    first_zxid: int | None
+
+
+def log_ranges(path: str | Path, parts: int, min_bytes: int = MIN_RANGE_BYTES) -> list[LogRange]:
+    """``path`` cut at record boundaries into up to ``parts`` ranges of about equal bytes, none under
+    ``min_bytes``. The boundaries come from a hop over the record lengths; the cut stops at the first record
+    that does not look whole (the end of the log, a partial or corrupt record): the last range runs from there
+    to the file's end, so that its decoder meets the end or the error as it would in the whole file."""
+    name = str(path)
+    with open(name, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        whole = [LogRange(name, FILE_HEADER.size, size, None)]
+        if parts < 2 or size < 2 * min_bytes:
+            return whole
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            starts = _record_starts(mapped, size)
+            used = starts[-1] - FILE_HEADER.size
+            step = max(used // parts, min_bytes)
+            cuts = [FILE_HEADER.size]
+            for target in range(FILE_HEADER.size + step, starts[-1] - min_bytes + 1, step):
+                at = starts[bisect.bisect_left(starts, target)]
+                if at > cuts[-1] and at < starts[-1]:
+                    cuts.append(at)
+            if len(cuts) < 2:
+                return whole
+            zxids = [None, *(_ZXID(mapped, at + RECORD_HEAD.size + ZXID_OFFSET)[0] for at in cuts[1:])]
+    ends = [*cuts[1:], size]
+    return [LogRange(name, start, end, zxid) for start, end, zxid in zip(cuts, ends, zxids, strict=True)]
+
+
+def _record_starts(buf: Any, size: int) -> list[int]:
+    """The offsets of the whole records, then the offset where they stop (the end of the log, or a record that
+    is partial or corrupt)."""
+    starts = []
+    record_head, head_size, pos = RECORD_HEAD.unpack_from, RECORD_HEAD.size, FILE_HEADER.size
+    while pos + head_size <= size:
+        length = record_head(buf, pos)[1]
+        end = pos + head_size + length
+        if length < TXN_HEADER.size or end >= size or buf[end] != END_OF_RECORD:
+            break
+        starts.append(pos)
+        pos = end + 1
+    starts.append(pos)
+    return starts
+
+
+def read_range(log_range: LogRange) -> bytearray:
+    """The file's 16-byte header followed by the range's bytes: a log of the range's records alone."""
+    with open(log_range.file, "rb") as handle:
+        content = bytearray(FILE_HEADER.size + log_range.end - log_range.start)
+        view = memoryview(content)
+        handle.readinto(view[:FILE_HEADER.size])
+        handle.seek(log_range.start)
+        handle.readinto(view[FILE_HEADER.size:])
+        view.release()
+    return content
+
+
+def _ranges(spark: SparkSession, files: list[str], first_zxid: int | None, last_zxid: int | None
+            ) -> list[LogRange]:
+    """The ranges the logs are decoded in: about two per core in all, a file cut only when there are fewer files
+    than that; ranges wholly outside [first_zxid, last_zxid] are left out."""
+    wanted = 2 * spark.sparkContext.defaultParallelism
+    parts = -(-wanted // len(files))
+    ranges = [piece for file in files for piece in log_ranges(file, parts)]
+    kept = []
+    for piece, following in zip(ranges, [*ranges[1:], None], strict=True):
+        if last_zxid is not None and piece.first_zxid is not None and piece.first_zxid > last_zxid:
+            continue
+        if (first_zxid is not None and following is not None and following.file == piece.file
+                and following.first_zxid is not None and following.first_zxid <= first_zxid):
+            continue
+        kept.append(piece)
+    return kept
+
+
 def build_changes(spark: SparkSession, log_dir: str, *, chroot: str = "", first_zxid: int | None = None,
                   last_zxid: int | None = None, key: bytes | None = None) -> DataFrame:
     """The change table (``CHANGES`` plus ``log_error`` rows, see ``LOG_ERROR``) of every log in ``log_dir``
-    (or its ``version-2``), zxids in [first_zxid, last_zxid]; decoded in Spark, lazily."""
-    files = [str(path) for path in log_files(log_dir)]
+    (or its ``version-2``), zxids in [first_zxid, last_zxid]; decoded in Spark, lazily.
+
+    With a local master the files are cut into ranges of whole records (``log_ranges``) decoded in parallel tasks
+    that read their range from the file; otherwise each file is one task reading it with ``binaryFile``."""
+    files = [str(path.resolve()) for path in log_files(log_dir)]
     if not files:
         return spark.createDataFrame([], CHANGES)
     root = chroot.rstrip("/")
     scrub = _scrubber(key)
+    if spark.sparkContext.master.startswith("local"):
+        ranges = _ranges(spark, files, first_zxid, last_zxid)
 
-    def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            names, contents = batch.column("path"), batch.column("content")
-            for index in range(batch.num_rows):
-                yield from decode_log(contents[index].as_py(), names[index].as_py(), root, first_zxid, last_zxid,
-                                      scrub)
+        @without_gc
+        def decode_ranges(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            for batch in batches:
+                for row in batch.to_pylist():
+                    piece = LogRange(**row)
+                    start = piece.first_zxid - 1 if piece.first_zxid is not None else None
+                    if first_zxid is not None and (start is None or first_zxid - 1 > start):
+                        start = first_zxid - 1
+                    yield from decode_log(read_range(piece), piece.file, root, first_zxid, last_zxid, scrub,
+                                          start_zxid=start)
 
-    decoded = read_logs(spark, files).mapInArrow(decode, DECODED_DDL)
+        listed = spark.sparkContext.parallelize([(piece.file, piece.start, piece.end, piece.first_zxid)
+                                                 for piece in ranges], len(ranges))
+        frame = spark.createDataFrame(listed, RANGES_DDL)
+        decoded = frame.mapInArrow(decode_ranges, DECODED_DDL)
+    else:
+        @without_gc
+        def decode_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            for batch in batches:
+                names, contents = batch.column("path"), batch.column("content")
+                for index in range(batch.num_rows):
+                    yield from decode_log(contents[index].as_py(), names[index].as_py(), root, first_zxid,
+                                          last_zxid, scrub)
+
+        decoded = read_logs(spark, files).mapInArrow(decode_files, DECODED_DDL)
     return decoded.select("zxid", "op_index", F.timestamp_millis("time_ms").alias("time"), "session", "op", "path",
                           "data", "version", "ephemeral")
 
@@ -180,27 +346,54 @@ def build_changes(spark: SparkSession, log_dir: str, *, chroot: str = "", first_
 def base_rows(spark: SparkSession, tree: Any, chroot: str = "", key: bytes | None = None,
               at_zxid: int | None = None) -> DataFrame:
     """The rebuilt tree's znodes the interval checks read (``intervals.CHECKED_PATHS``), as ``base`` rows at
-    ``at_zxid`` (default: the tree's zxid), timed at the tree's last applied txn."""
-    import re
-
-    checked = re.compile(CHECKED_PATHS)
+    ``at_zxid`` (default: the tree's zxid), timed at the tree's last applied txn. The snapshot's untouched rows
+    are picked by a vector match of their paths; only the znodes the replay changed are looked at one by one."""
     root = chroot.rstrip("/")
     scrub = _scrubber(key)
     zxid = tree.zxid if at_zxid is None else at_zxid
-    time_ms = tree.time_ms
-    rows = []
-    for absolute, node in tree.nodes.items():
+    nodes = tree.nodes
+    paths: list[str | None] = []
+    datas: list[bytes | None] = []
+    versions: list[int] = []
+    owners: list[int] = []
+    changed = nodes
+    if isinstance(nodes, NodeMap):
+        table = nodes.table
+        rows = np.flatnonzero(nodes.untouched_rows() & _checked_mask(table.paths, root))
+        take = pa.array(rows)
+        paths = [relative_path(path, root) for path in table.paths.take(take).to_pylist()]
+        datas = [value or b"" for value in table.data.take(take).to_pylist()]
+        versions = table.stats["version"][rows].tolist()
+        owners = table.stats["ephemeral_owner"][rows].tolist()
+        changed = nodes.changed()
+    checked = re.compile(CHECKED_PATHS)
+    for absolute, node in changed.items():
         path = relative_path(absolute, root)
-        if path is None or not checked.search(path):
-            continue
-        data = node.data
+        if path is not None and checked.search(path):
+            paths.append(path)
+            datas.append(node.data)
+            versions.append(node.version)
+            owners.append(node.ephemeral_owner or 0)
+    for index, (path, data) in enumerate(zip(paths, datas, strict=True)):
         if data and path.startswith(SECRET_PATHS):
-            data = scrub(path, data)
-        owner = node.ephemeral_owner or 0
-        rows.append((zxid, 0, time_ms, owner, BASE, path, data, node.version, owner != 0))
-    frame = spark.createDataFrame(rows, DECODED_DDL)
+            datas[index] = scrub(path, data)
+    count = len(paths)
+    columns = [[zxid] * count, [0] * count, [tree.time_ms] * count, owners, [BASE] * count, paths, datas, versions,
+               [owner != 0 for owner in owners]]
+    frame = spark.createDataFrame(pa.Table.from_batches([_batch(columns)]))
     return frame.select("zxid", "op_index", F.timestamp_millis("time_ms").alias("time"), "session", "op", "path",
                         "data", "version", "ephemeral")
+
+
+def _checked_mask(paths: pa.StringArray, root: str) -> np.ndarray:
+    """Which of the absolute ``paths`` lie under ``root`` and match ``CHECKED_PATHS`` once made relative to it."""
+    if not root:
+        matched = pc.match_substring_regex(paths, CHECKED_PATHS)
+    else:
+        inside = pc.starts_with(paths, root + "/")
+        relative = pc.utf8_slice_codeunits(paths, len(root))
+        matched = pc.and_(inside, pc.match_substring_regex(relative, CHECKED_PATHS))
+    return np.asarray(pc.fill_null(matched, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def with_session_deletes(changes: DataFrame) -> DataFrame:
