@@ -105,3 +105,48 @@ def test_a_closed_session_deletes_its_ephemerals(rows, logged) -> None:
 def test_secret_data_never_reaches_the_table(rows) -> None:
     secret = [r for r in rows if r["path"] == "/config/users/alice"]
     assert secret and all(r["data"] is None or b"salt" not in r["data"] for r in secret)
+
+
+def test_a_log_cut_in_ranges_gives_the_rows_of_the_whole_file(spark, logged, monkeypatch) -> None:
+    from kafka_zk_audit.offline import changes
+    from kafka_zk_audit.offline.txnlog import iter_txns, log_files
+
+    data_dir, _ = logged
+    whole = sorted(tuple(r) for r in build_changes(spark, str(data_dir), chroot=CHROOT).collect())
+    log = log_files(data_dir)[0]
+    monkeypatch.setattr(changes, "MIN_RANGE_BYTES", 64)
+    pieces = changes.log_ranges(log, 4)
+    assert len(pieces) == 4 and pieces[0].start == 16 and pieces[-1].end == log.stat().st_size
+    assert all(a.end == b.start for a, b in zip(pieces, pieces[1:], strict=False))
+    zxids = [txn.zxid for txn in iter_txns(log)]  # each later range starts at a record: its zxid is one of them
+    assert all(piece.first_zxid in zxids[1:] for piece in pieces[1:])
+    cut = sorted(tuple(r) for r in build_changes(spark, str(data_dir), chroot=CHROOT).collect())
+    assert cut == whole and len(whole) > 10
+    first, last = pieces[2].first_zxid, zxids[zxids.index(pieces[3].first_zxid) + 1]  # across a cut
+    window = sorted(tuple(r) for r in build_changes(spark, str(data_dir), chroot=CHROOT, first_zxid=first,
+                                                    last_zxid=last).collect())
+    assert window == [r for r in whole if first <= r[0] <= last] and window
+
+
+def test_a_corrupt_record_is_reported_and_what_came_before_stands(spark, logged, tmp_path) -> None:
+    from kafka_zk_audit.offline.changes import LOG_ERROR
+    from kafka_zk_audit.offline.txnlog import RECORD_HEAD, iter_txns, log_files
+
+    data_dir, _ = logged
+    log = log_files(data_dir)[0]
+    content = bytearray(log.read_bytes())
+    zxids = [txn.zxid for txn in iter_txns(log)]
+    position, head = 16, RECORD_HEAD.unpack_from(content, 16)
+    for _ in range(len(zxids) // 2):  # hop to the middle record, then flip the last byte of its payload
+        position += RECORD_HEAD.size + head[1] + 1
+        head = RECORD_HEAD.unpack_from(content, position)
+    content[position + RECORD_HEAD.size + head[1] - 1] ^= 0xFF
+    (tmp_path / "version-2").mkdir()
+    (tmp_path / "version-2" / log.name).write_bytes(bytes(content))
+    rows = build_changes(spark, str(tmp_path), chroot=CHROOT).collect()
+    errors = [r for r in rows if r["op"] == LOG_ERROR]
+    assert len(errors) == 1 and errors[0]["path"].endswith(log.name) and b"checksum" in errors[0]["data"]
+    assert errors[0]["zxid"] == zxids[len(zxids) // 2 - 1]
+    bad = zxids[len(zxids) // 2]
+    before = sorted(tuple(r) for r in build_changes(spark, str(data_dir), chroot=CHROOT).collect() if r[0] < bad)
+    assert sorted(tuple(r) for r in rows if r["op"] != LOG_ERROR and r["zxid"] < bad) == before and before

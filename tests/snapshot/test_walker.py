@@ -561,3 +561,18 @@ def test_bad_input_never_stops_the_walk(zk_server, zk_chroot, zk_client, tmp_pat
     single_rows = {row["path"]: row for row in single}
     assert {p for p in single_rows} == {p for p in paths if not p.startswith("/wide")}
     assert all(single_rows[p]["data"] == rows[p]["data"] for p in single_rows)
+
+
+def test_a_taken_snapshot_id_moves_the_write_to_the_next_seconds_id():
+    from kafka_zk_audit.snapshot.walker import under_new_id
+
+    tried: list[str] = []
+
+    def write(snapshot_id: str) -> dict:
+        tried.append(snapshot_id)
+        if len(tried) < 3:  # another writer holds this second's id
+            raise SnapshotIdTaken(snapshot_id)
+        return {"snapshot_id": snapshot_id}
+
+    assert under_new_id("c1", write) == {"snapshot_id": tried[-1]}
+    assert len(set(tried)) == 3 and all(t.endswith("-c1") for t in tried) and tried == sorted(tried)

@@ -1,8 +1,12 @@
 """Transaction logs into a change table in Spark: one row per operation that changed a znode.
 
-``build_changes`` reads the ``log.<hex>`` files with Spark's ``binaryFile`` source (one scan, hence one task,
-per file) and decodes each file's content on the executors with ``offline.txnlog.iter_txns`` inside
-``mapInArrow``; no row passes through the driver. The table (``CHANGES``):
+``build_changes`` decodes the ``log.<hex>`` files on the executors with ``offline.txnlog.iter_txns`` inside
+``mapInArrow``; no row passes through the driver. With a local master (the files are on the executors' disk) a
+file is cut at record boundaries into ranges (``log_ranges``: about two per core in all), each a task that reads
+its bytes from the file, so that one 64 MiB log is decoded by every core. Otherwise each
+file is one task reading it with Spark's ``binaryFile`` source. A record whose checksum fails ends its range with a
+``log_error`` row; the ranges after it in the same file are still decoded (the cut itself stops at the first record
+that does not look whole, so a torn or truncated log is decoded as one piece to its end). The table (``CHANGES``):
 
 - ``zxid`` long, ``op_index`` int: a multi's sub-operations are rows of their own, numbered from 0 in order;
   a closeSession's deletions are ``delete`` rows numbered from 1 after its own row.
@@ -226,12 +230,13 @@ class LogRange:
     first_zxid: int | None
 
 
-def log_ranges(path: str | Path, parts: int, min_bytes: int = MIN_RANGE_BYTES) -> list[LogRange]:
+def log_ranges(path: str | Path, parts: int, min_bytes: int | None = None) -> list[LogRange]:
     """``path`` cut at record boundaries into up to ``parts`` ranges of about equal bytes, none under
     ``min_bytes``. The boundaries come from a hop over the record lengths; the cut stops at the first record
     that does not look whole (the end of the log, a partial or corrupt record): the last range runs from there
     to the file's end, so that its decoder meets the end or the error as it would in the whole file."""
     name = str(path)
+    min_bytes = min_bytes or MIN_RANGE_BYTES
     with open(name, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         whole = [LogRange(name, FILE_HEADER.size, size, None)]

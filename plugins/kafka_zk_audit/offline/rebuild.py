@@ -23,19 +23,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from kazoo.security import ACL, Id
 
-from kafka_zk_audit.contract.warehouse import Warehouse, new_snapshot_id, validate_snapshot_id
+from kafka_zk_audit.contract.warehouse import Warehouse, validate_snapshot_id
 from kafka_zk_audit.offline.replay import OfflineFilesError, RebuiltTree, cycle_collector_paused, rebuild_tree
 from kafka_zk_audit.offline.snapfile import NodeTable
 from kafka_zk_audit.snapshot.connection import ZkSettings
 from kafka_zk_audit.snapshot.secrets import SECRET_PATHS, Fingerprinter, warehouse_key
 from kafka_zk_audit.snapshot.walker import (
     ARROW_SCHEMA,
-    ID_ATTEMPTS,
     KAFKA_ACL_PATHS,
     SnapshotIdTaken,
     SnapshotOptions,
     _write_parquet,
     format_acl,
+    under_new_id,
 )
 
 log = logging.getLogger(__name__)
@@ -152,16 +152,8 @@ def write_new_offline_snapshot(
     source_dir: str, warehouse: Warehouse, suffix: str = "", **kwargs: Any
 ) -> dict[str, Any]:
     """:func:`write_offline_snapshot` under a new id (``<UTC start>-<suffix>``), claimed as a live one is."""
-    for attempt in range(ID_ATTEMPTS):
-        snapshot_id = new_snapshot_id(suffix=suffix)
-        try:
-            return write_offline_snapshot(source_dir, warehouse, snapshot_id, **kwargs)
-        except SnapshotIdTaken:
-            if attempt == ID_ATTEMPTS - 1:
-                raise
-            log.info("snapshot id %s is taken by another writer; taking the next second's", snapshot_id)
-            time.sleep(1.0)
-    raise AssertionError("unreachable")
+    return under_new_id(suffix, lambda snapshot_id: write_offline_snapshot(source_dir, warehouse, snapshot_id,
+                                                                           **kwargs))
 
 
 class _Counts:

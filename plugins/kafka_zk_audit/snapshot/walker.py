@@ -882,10 +882,17 @@ def write_new_snapshot(
 ) -> dict[str, Any]:
     """:func:`write_snapshot` under a new id (``<UTC start>-<suffix>``); when another writer has taken that
     second's id, the next second's (up to ``ID_ATTEMPTS`` tries). Returns the manifest (its ``snapshot_id``)."""
+    return under_new_id(suffix, lambda snapshot_id: write_snapshot(
+        client, settings, warehouse, snapshot_id, options, progress, cluster=cluster))
+
+
+def under_new_id(suffix: str, write: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+    """``write(snapshot_id)`` with a new id (``<UTC start>-<suffix>``), the next second's while the id is taken by
+    another writer (``SnapshotIdTaken``, up to ``ID_ATTEMPTS`` tries); what ``write`` returned."""
     for attempt in range(ID_ATTEMPTS):
         snapshot_id = new_snapshot_id(suffix=suffix)
         try:
-            return write_snapshot(client, settings, warehouse, snapshot_id, options, progress, cluster=cluster)
+            return write(snapshot_id)
         except SnapshotIdTaken:
             if attempt == ID_ATTEMPTS - 1:
                 raise
