@@ -24,9 +24,13 @@ unit: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 
+# every speed figure and its target in one run (BENCH_ARGS=--write-readme: the README's performance table;
+# --quick: small trees, to check the benchmark); then ZooKeeper's files: offline rebuild vs live walk at 1M
+# znodes, and the change table of the history app
 bench: setup
-	$(PY) bench/bench_snapshot.py
-	$(PY) bench/bench_audit.py --sizes 20,2300 --large 25000
+	$(PY) bench/bench_all.py $(BENCH_ARGS)
+	$(PY) bench/bench_offline.py
+	$(PY) bench/bench_history.py
 
 # what a Kafka-like client sees while a 1,000,000-znode snapshot runs (BENCH_LOAD_ARGS=--quick: 100,000)
 bench-load: setup
