@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kafka_zk_audit.cli.stages import EXIT_DONE, EXIT_INCOMPLETE, EXIT_USAGE, _fail, _say, spark_app, spark_submit
+from kafka_zk_audit.cli.stages import EXIT_DONE, EXIT_INCOMPLETE, EXIT_USAGE, _fail, _say, submit_for_summary
 from kafka_zk_audit.contract.settings import SettingsError, parse_duration
 from kafka_zk_audit.contract.warehouse import Warehouse, default_warehouse
 
@@ -56,11 +56,10 @@ def history(args: argparse.Namespace) -> int:
         value = getattr(args, option)
         app_args += [f"--{option.replace('_', '-')}", str(value)] if value else []
     _say(f"history {history_id} of {files}")
-    code = spark_submit(spark_app(HISTORY_APP), app_args, args.spark_master)
-    path = f"{history_dir(warehouse, history_id)}/history.json"
-    if not warehouse.exists(path):
-        return _fail(EXIT_INCOMPLETE, f"the history could not complete (spark-submit exit {code}); see its log above")
-    summary = warehouse.read_json(path)
+    summary, code = submit_for_summary(HISTORY_APP, app_args, args.spark_master, warehouse,
+                                       f"{history_dir(warehouse, history_id)}/history.json", "history")
+    if summary is None:
+        return code
     print(json.dumps(summary, indent=2) if args.json else format_history(summary))
     if code:
         return _fail(EXIT_INCOMPLETE, f"{len(summary['log_errors'])} log(s) could not be read to their end")

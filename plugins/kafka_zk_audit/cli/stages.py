@@ -254,6 +254,17 @@ def spark_submit(app: str, app_args: list[str], master: str) -> int:
         return proc.wait()
 
 
+def submit_for_summary(app: str, app_args: list[str], master: str, warehouse: Warehouse, summary_path: str,
+                       what: str) -> tuple[dict[str, Any] | None, int]:
+    """spark-submit a packaged app that writes a JSON summary last: (the summary, spark-submit's exit code), or
+    (None, the exit code to return) when the app left no summary."""
+    code = spark_submit(spark_app(app), app_args, master)
+    if not warehouse.exists(summary_path):
+        return None, _fail(EXIT_INCOMPLETE, f"the {what} could not complete (spark-submit exit {code}); "
+                                            "see its log above")
+    return warehouse.read_json(summary_path), code
+
+
 def audit(args: argparse.Namespace) -> int:
     """Run the audit Spark app on one stored snapshot and print its audit.json."""
     _, config, problem = _settings_file(args.config)
@@ -328,11 +339,10 @@ def reaudit(args: argparse.Namespace) -> int:
     app_args += ["--since", since.isoformat()] if since else []
     app_args += ["--until", until.isoformat()] if until else []
     app_args += ["--config", config] if config else []
-    code = spark_submit(spark_app(REAUDIT_APP), app_args, args.spark_master)
-    path = f"{reaudit_dir(warehouse, reaudit_id)}/reaudit.json"
-    if not warehouse.exists(path):
-        return _fail(EXIT_INCOMPLETE, f"the reaudit could not complete (spark-submit exit {code}); see its log above")
-    summary = warehouse.read_json(path)
+    summary, code = submit_for_summary(REAUDIT_APP, app_args, args.spark_master, warehouse,
+                                       f"{reaudit_dir(warehouse, reaudit_id)}/reaudit.json", "reaudit")
+    if summary is None:
+        return code
     print(json.dumps(summary, indent=2) if args.json else format_reaudit(summary))
     if code or summary["failed"]:
         return _fail(EXIT_INCOMPLETE, f"{len(summary['failed'])} snapshot(s) could not be reaudited "

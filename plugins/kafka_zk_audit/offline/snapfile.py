@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafka_zk_audit.offline.jute import Acl, JuteEOFError, JuteReader
+from kafka_zk_audit.offline.txnlog import zxid_named_files
 
 SNAP_MAGIC = 0x5A4B534E  # "ZKSN"
 SNAP_VERSION = 2
@@ -346,19 +347,8 @@ class SnapshotFile:
 
 
 def snapshot_files(directory: str | Path) -> list[Path]:
-    """The ``snapshot.<hex>`` files in ``directory`` (or its ``version-2``), ordered by zxid."""
-    root = Path(directory)
-    if (root / "version-2").is_dir():
-        root = root / "version-2"
-    found = []
-    for path in root.glob("snapshot.*"):
-        parts = path.name.split(".")
-        if len(parts) in (2, 3) and (len(parts) == 2 or parts[2] in ("gz", "snappy")):
-            try:
-                found.append((int(parts[1], 16), path))
-            except ValueError:
-                continue
-    return [path for _, path in sorted(found)]
+    """The ``snapshot.<hex>[.gz|.snappy]`` files in ``directory`` (or its ``version-2``), ordered by zxid."""
+    return zxid_named_files(directory, "snapshot", ("gz", "snappy"))
 
 
 def snapshot_zxid(path: str | Path) -> int:

@@ -78,18 +78,25 @@ class Txn:
         return False
 
 
-def log_files(directory: str | Path) -> list[Path]:
-    """The ``log.<hex>`` files in ``directory`` (or its ``version-2``), ordered by their first zxid."""
+def zxid_named_files(directory: str | Path, prefix: str, suffixes: tuple[str, ...] = ()) -> list[Path]:
+    """The ``<prefix>.<hex zxid>[.<suffix>]`` files in ``directory`` (or its ``version-2``), ordered by zxid."""
     root = Path(directory)
     if (root / "version-2").is_dir():
         root = root / "version-2"
     found = []
-    for path in root.glob("log.*"):
-        try:
-            found.append((int(path.name[4:], 16), path))
-        except ValueError:
-            continue
+    for path in root.glob(f"{prefix}.*"):
+        parts = path.name.split(".")
+        if len(parts) == 2 or (len(parts) == 3 and parts[2] in suffixes):
+            try:
+                found.append((int(parts[1], 16), path))
+            except ValueError:
+                continue
     return [path for _, path in sorted(found)]
+
+
+def log_files(directory: str | Path) -> list[Path]:
+    """The ``log.<hex>`` files in ``directory`` (or its ``version-2``), ordered by their first zxid."""
+    return zxid_named_files(directory, "log")
 
 
 def log_start_zxid(path: str | Path) -> int:
