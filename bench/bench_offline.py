@@ -45,9 +45,11 @@ CHURN_IN_FLIGHT = 2000
 NOTIFICATIONS_EVERY = 20  # one ISR-change notification created (and one deleted) per this many state updates
 
 
-def churn(hosts: str, txns: int) -> float:
-    """``txns`` single-operation writes through one session, up to 2,000 in flight: mostly setData of partition
-    states (leader elections), plus ISR-change notifications created and deleted. Seconds taken."""
+def churn(hosts: str, txns: int, controller_multis: bool = False) -> float:
+    """``txns`` writes through one session, up to 2,000 in flight: mostly setData of partition states (leader
+    elections), plus ISR-change notifications created and deleted. With ``controller_multis`` every other state
+    write is the controller's own (Kafka 2.2+): a multi of a check on /controller_epoch's version and the setData.
+    Seconds taken."""
     client = KazooClient(hosts=hosts, timeout=30)
     client.start(timeout=30)
     started = time.monotonic()
@@ -55,6 +57,7 @@ def churn(hosts: str, txns: int) -> float:
         states = [f"/brokers/topics/{topic}/partitions/{partition}/state"
                   for topic in sorted(client.get_children("/brokers/topics"))[:2000]
                   for partition in client.get_children(f"/brokers/topics/{topic}/partitions")]
+        epoch = client.exists("/controller_epoch") if controller_multis else None
         pending: list[Any] = []
         notifications: list[Any] = []
         written = 0
@@ -67,8 +70,15 @@ def churn(hosts: str, txns: int) -> float:
                         "/isr_change_notification/isr_change_", b'{"version":1,"partitions":[]}', sequence=True))
             else:
                 state = states[written % len(states)]
-                pending.append(client.set_async(state, b'{"controller_epoch":3,"leader":%d,"version":1,'
-                                                b'"leader_epoch":%d,"isr":[1,2,3]}' % (written % 30, written)))
+                value = (b'{"controller_epoch":3,"leader":%d,"version":1,"leader_epoch":%d,"isr":[1,2,3]}'
+                         % (written % 30, written))
+                if epoch is not None and written % 2:
+                    multi = client.transaction()
+                    multi.check("/controller_epoch", epoch.version)
+                    multi.set_data(state, value)
+                    pending.append(multi.commit_async())
+                else:
+                    pending.append(client.set_async(state, value))
             written += 1
             if len(pending) >= CHURN_IN_FLIGHT:
                 for result in pending:

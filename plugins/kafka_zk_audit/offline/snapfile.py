@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kafka_zk_audit.offline.arrow_views import VIEW_BUFFER_SPAN, heads, view_array, views
 from kafka_zk_audit.offline.jute import Acl, JuteEOFError, JuteReader
 from kafka_zk_audit.offline.txnlog import zxid_named_files
 
@@ -494,39 +495,37 @@ def _parse(stream: Stream, name: str, zxid: int, compression: str) -> SnapshotFi
     return snapshot
 
 
-def _node_offsets(stream: Stream, pos: int) -> tuple[array, array, array, int]:
-    """The tight loop over the node list: each record's offset, the number of "/" in its path and the CRC32 of its
-    path and data (the start of its digest); and where the terminating path "/" begins."""
+def _node_offsets(stream: Stream, pos: int) -> tuple[array, array, int]:
+    """The tight loop over the node list: each record's offset and the CRC32 of its path and data (the start of
+    its digest); and where the terminating path "/" begins."""
     unpack_int, crc32 = struct.Struct(">i").unpack_from, zlib.crc32
-    starts, depths, crcs = array("q"), array("i"), array("I")
-    add_start, add_depth, add_crc = starts.append, depths.append, crcs.append
+    starts, crcs = array("q"), array("I")
+    add_start, add_crc = starts.append, crcs.append
+    tail_size = NODE_TAIL.itemsize
     while True:
         (path_length,) = unpack_int(stream, pos)
         path_start = pos + 4
         path_end = path_start + path_length
         if path_length == 1 and stream[path_start] == SLASH:
-            return starts, depths, crcs, pos
+            return starts, crcs, pos
         if path_length < 0:
             raise SnapshotFileError(f"a null node path at offset {pos}; the file is corrupt")
         (data_length,) = unpack_int(stream, path_end)
         add_start(pos)
-        path = stream[path_start:path_end]
-        add_depth(path.count(b"/"))
         data_start = path_end + 4
         if data_length > 0:
-            pos = data_start + data_length
-            add_crc(crc32(stream[data_start:pos], crc32(path)))
+            add_crc(crc32(stream[data_start:data_start + data_length], crc32(stream[path_start:path_end])))
+            pos = data_start + data_length + tail_size
         else:
-            pos = data_start
-            add_crc(crc32(path))
-        pos += NODE_TAIL.itemsize
+            add_crc(crc32(stream[path_start:path_end]))
+            pos = data_start + tail_size
 
 
 def _read_nodes(stream: Stream, pos: int, acl_map: dict[int, tuple[Acl, ...]], name: str) -> tuple[NodeTable, int]:
     """The node list, pre-order, up to the terminating path "/", as a NodeTable; and the offset after it: one
     loop over the records finds their offsets, vector operations make the columns."""
     try:
-        starts_found, depths_found, crcs_found, end = _node_offsets(stream, pos)
+        starts_found, crcs_found, end = _node_offsets(stream, pos)
     except SnapshotFileError as exc:
         raise SnapshotFileError(f"{name}: {exc}") from None
     if not starts_found:
@@ -542,8 +541,7 @@ def _read_nodes(stream: Stream, pos: int, acl_map: dict[int, tuple[Acl, ...]], n
         raise JuteEOFError(f"the last node's stat runs past offset {end}")
     buffer = pa.py_buffer(stream)
     stats, acl_refs, crcs = _stat_columns(raw, tails, np.frombuffer(crcs_found, dtype=np.uint32))
-    depths = np.frombuffer(depths_found, dtype=np.int32)
-    paths, parent = _path_column(raw, buffer, path_start, path_length, depths, name)
+    paths, parent = _path_column(raw, buffer, path_start, path_length, name)
     data = _data_column(raw, buffer, data_start, data_length)
     _check_acl_refs(acl_refs, acl_map, name, lambda row: _path_at(raw, path_start[row], path_length[row]))
     hashed = ~pc.starts_with(paths, ZOOKEEPER_SUBTREE).to_numpy(zero_copy_only=False)
@@ -565,19 +563,19 @@ def _stat_columns(raw: np.ndarray, tails: np.ndarray,
 
 
 def _data_column(raw: np.ndarray, buffer: pa.Buffer, data_start: np.ndarray, data_length: np.ndarray) -> pa.Array:
-    views = _views(_head(raw, data_start), data_start, np.maximum(data_length, 0))
-    return _view_array(views, buffer, valid=data_length >= 0).cast(pa.binary())
+    views = _views(heads(raw, data_start), data_start, np.maximum(data_length, 0))
+    return view_array(views, buffer, valid=data_length >= 0).cast(pa.binary())
 
 
 def _path_column(raw: np.ndarray, buffer: pa.Buffer, path_start: np.ndarray, path_length: np.ndarray,
-                 depths: np.ndarray, name: str) -> tuple[pa.StringArray, np.ndarray]:
+                 name: str) -> tuple[pa.StringArray, np.ndarray]:
     """The paths (the root, "" in the file, as "/") and each row's parent row."""
-    path_head = _head(raw, path_start)
+    path_head = heads(raw, path_start)
     path_views = _views(path_head, path_start, path_length)
+    as_written = view_array(path_views, buffer).cast(pa.binary())
+    depths = pc.count_substring(as_written, "/").to_numpy().astype(np.int32)
     parent = _parents(raw, depths, path_start, path_length, path_head, path_views, buffer, name)
-    path_views[0] = 0
-    path_views[0, 0], path_views.view(np.uint8)[0, 4] = 1, SLASH
-    return _view_array(path_views, buffer).cast(pa.string()), parent
+    return pa.concat_arrays([pa.array(["/"]), as_written.slice(1).cast(pa.string())]), parent
 
 
 def _path_at(raw: np.ndarray, start: int, length: int) -> str:
@@ -631,10 +629,10 @@ def _parents(raw: np.ndarray, depths: np.ndarray, path_start: np.ndarray, path_l
     no_slash = raw[path_start + parent_length] != SLASH  # after the parent's path
     no_slash[0] = False
     bad |= no_slash
-    prefix = _view_array(_views(path_head, path_start, parent_length), buffer)
+    prefix = view_array(_views(path_head, path_start, parent_length), buffer)
     parent_views = path_views[parent_row]
     parent_views[:, 0] = parent_length
-    parent_path = _view_array(parent_views, buffer)
+    parent_path = view_array(parent_views, buffer)
     bad |= ~pc.equal(prefix, parent_path).to_numpy(zero_copy_only=False)
     if bad.any():
         row = int(np.argmax(bad))
@@ -643,42 +641,10 @@ def _parents(raw: np.ndarray, depths: np.ndarray, path_start: np.ndarray, path_l
     return parent
 
 
-VIEW_INLINE = 12  # Arrow's binary_view: values up to 12 bytes sit in the view itself
-VIEW_BUFFER_SPAN = 1 << 30  # each data buffer of a view array starts at a multiple of this (offsets are int32)
-
-
-def _head(raw: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """The 12 bytes at each of ``starts`` (each must be followed by 12 bytes of ``raw``)."""
-    return np.lib.stride_tricks.sliding_window_view(raw, VIEW_INLINE)[starts]
-
-
 def _views(head: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Arrow binary views of the slices ``raw[start:start + length]`` (``head``: their first 12 bytes), as an
-    (rows, 4) int32 array: length, then the value if it fits in 12 bytes, else its first 4 bytes, buffer index
-    and offset (buffer k holds ``raw`` from k × 2^30 on)."""
-    rows = len(starts)
-    if rows and int(lengths.max()) >= VIEW_BUFFER_SPAN:
+    if len(starts) and int(lengths.max()) >= VIEW_BUFFER_SPAN:
         raise SnapshotFileError(f"a value of {int(lengths.max())} bytes; the file is corrupt")
-    views = np.empty((rows, 4), dtype="<i4")
-    views[:, 0] = lengths
-    inline = views.view(np.uint8).reshape(rows, 16)[:, 4:]
-    np.multiply(head, np.arange(VIEW_INLINE) < lengths[:, None], out=inline)
-    long_values = lengths > VIEW_INLINE
-    views[:, 2] = np.where(long_values, starts // VIEW_BUFFER_SPAN, views[:, 2])
-    views[:, 3] = np.where(long_values, starts % VIEW_BUFFER_SPAN, views[:, 3])
-    return views
-
-
-def _view_array(views: np.ndarray, buffer: pa.Buffer, valid: np.ndarray | None = None) -> pa.Array:
-    """A binary_view array of ``views`` (see _views) into ``buffer`` (no copy of the values)."""
-    rows, size = len(views), buffer.size
-    spans = max(1, -(-size // VIEW_BUFFER_SPAN))
-    data_buffers = [buffer.slice(span * VIEW_BUFFER_SPAN, min(size - span * VIEW_BUFFER_SPAN, 2 * VIEW_BUFFER_SPAN))
-                    for span in range(spans)]
-    validity = None if valid is None else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    null_count = 0 if valid is None else int(rows - np.count_nonzero(valid))
-    return pa.Array.from_buffers(pa.binary_view(), rows, [validity, pa.py_buffer(views), *data_buffers],
-                                 null_count=null_count)
+    return views(head, starts, lengths)
 
 
 def _crc32_of_stats(crcs: np.ndarray, words: np.ndarray) -> np.ndarray:

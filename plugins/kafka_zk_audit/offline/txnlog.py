@@ -137,52 +137,90 @@ def iter_txns(source: str | Path | bytes | memoryview, *, after_zxid: int | None
         handle.close()
 
 
-def _iter_buffer(buf: memoryview, name: str, fileno: int | None, after_zxid: int | None) -> Iterator[Txn]:
+@dataclass(frozen=True, slots=True)
+class RecordScan:
+    """Where one log's whole records lie: the payload of record i is ``buf[starts[i]:ends[i]]`` (TxnHeader, body,
+    optional TxnDigest); ``error`` is what stopped the scan before the log's end, if anything did."""
+
+    starts: list[int]
+    ends: list[int]
+    error: TxnLogError | None
+
+
+def scan_records(buf: memoryview, name: str, fileno: int | None = None) -> RecordScan:
+    """The records of a log's bytes, their checksums checked; stops as ``iter_txns`` does (see there)."""
     size = len(buf)
+    starts: list[int] = []
+    ends: list[int] = []
     if size < FILE_HEADER.size:
-        raise TxnLogError(f"{name}: {size} bytes, shorter than a log header; the file is truncated or not a log")
+        error = TxnLogError(f"{name}: {size} bytes, shorter than a log header; the file is truncated or not a log")
+        return RecordScan(starts, ends, error)
     magic, version, _dbid = FILE_HEADER.unpack_from(buf, 0)
     if magic != LOG_MAGIC or version != LOG_VERSION:
-        raise TxnLogError(
+        return RecordScan(starts, ends, TxnLogError(
             f"{name}: not a ZooKeeper transaction log (magic {magic:#010x}, version {version}; expected "
             f"{LOG_MAGIC:#010x} 'ZKLG' version {LOG_VERSION}); pass the dataLogDir holding log.<zxid> files"
-        )
-    record_head, txn_header, adler32 = RECORD_HEAD.unpack_from, TXN_HEADER.unpack_from, zlib.adler32
-    header_size, skip_before = TXN_HEADER.size, -(1 << 63) if after_zxid is None else after_zxid
+        ))
+    record_head, adler32, head_size, header_size = RECORD_HEAD.unpack_from, zlib.adler32, RECORD_HEAD.size, \
+        TXN_HEADER.size
+    add_start, add_end = starts.append, ends.append
     pos = FILE_HEADER.size
-    while pos + RECORD_HEAD.size <= size:
-        checksum, length = record_head(buf, pos)
-        if length == 0:
-            _expect_zeros(buf, pos, fileno, name, "after the end-of-log marker")
-            return
-        if length < 0:
-            raise TxnLogError(f"{name}: the record at offset {pos} has length {length}; the log is corrupt — "
-                              "restore it from another server or a backup")
-        body_start = pos + RECORD_HEAD.size
-        body_end = body_start + length
-        if body_end >= size or buf[body_end] != END_OF_RECORD:
-            # a partial last record (a crash while writing): ZooKeeper stops here too
-            if body_end < size:
-                _expect_zeros(buf, body_end + 1, fileno, name, f"after the partial record at offset {pos}")
-            return
-        computed = adler32(buf[body_start:body_end])
-        if computed != checksum:
-            raise TxnLogError(
-                f"{name}: checksum mismatch in the record at offset {pos} (stored {checksum:#x}, computed "
-                f"{computed:#x}); the log is corrupt — restore it from another server or a backup"
-            )
-        if length < header_size:
-            raise TxnLogError(f"{name}: the record at offset {pos} is {length} bytes, shorter than a txn header; "
-                              "the log is corrupt or from an unsupported ZooKeeper version")
-        header = txn_header(buf, body_start)
+    try:
+        while pos + head_size <= size:
+            checksum, length = record_head(buf, pos)
+            if length == 0:
+                _expect_zeros(buf, pos, fileno, name, "after the end-of-log marker")
+                break
+            if length < 0:
+                raise TxnLogError(f"{name}: the record at offset {pos} has length {length}; the log is corrupt — "
+                                  "restore it from another server or a backup")
+            body_start = pos + head_size
+            body_end = body_start + length
+            if body_end >= size or buf[body_end] != END_OF_RECORD:
+                # a partial last record (a crash while writing): ZooKeeper stops here too
+                if body_end < size:
+                    _expect_zeros(buf, body_end + 1, fileno, name, f"after the partial record at offset {pos}")
+                break
+            computed = adler32(buf[body_start:body_end])
+            if computed != checksum:
+                raise TxnLogError(
+                    f"{name}: checksum mismatch in the record at offset {pos} (stored {checksum:#x}, computed "
+                    f"{computed:#x}); the log is corrupt — restore it from another server or a backup"
+                )
+            if length < header_size:
+                raise TxnLogError(f"{name}: the record at offset {pos} is {length} bytes, shorter than a txn "
+                                  "header; the log is corrupt or from an unsupported ZooKeeper version")
+            add_start(body_start)
+            add_end(body_end)
+            pos = body_end + 1
+        # fewer bytes than a record head remain: a partial last record, as ZooKeeper sees it
+    except TxnLogError as exc:
+        return RecordScan(starts, ends, exc)
+    return RecordScan(starts, ends, None)
+
+
+def undecodable(name: str, payload_start: int, exc: Exception) -> TxnLogError:
+    """The error for a record whose payload (at ``payload_start``) passed its checksum but does not decode."""
+    return TxnLogError(f"{name}: cannot decode the record at offset {payload_start - RECORD_HEAD.size}: {exc}; the "
+                       "log is corrupt or from an unsupported ZooKeeper version")
+
+
+DECODE_ERRORS = (JuteEOFError, UnicodeDecodeError, ValueError, IndexError, struct.error)
+
+
+def _iter_buffer(buf: memoryview, name: str, fileno: int | None, after_zxid: int | None) -> Iterator[Txn]:
+    scan = scan_records(buf, name, fileno)
+    txn_header, header_size = TXN_HEADER.unpack_from, TXN_HEADER.size
+    skip_before = -(1 << 63) if after_zxid is None else after_zxid
+    for start, end in zip(scan.starts, scan.ends, strict=True):
+        header = txn_header(buf, start)
         if header[2] > skip_before:
             try:
-                yield _decode(buf, header, body_start + header_size, body_end)
-            except (JuteEOFError, UnicodeDecodeError, ValueError, IndexError, struct.error) as exc:
-                raise TxnLogError(f"{name}: cannot decode the record at offset {pos}: {exc}; the log is corrupt "
-                                  "or from an unsupported ZooKeeper version") from exc
-        pos = body_end + 1
-    # fewer bytes than a record head remain: a partial last record, as ZooKeeper sees it
+                yield _decode(buf, header, start + header_size, end)
+            except DECODE_ERRORS as exc:
+                raise undecodable(name, start, exc) from exc
+    if scan.error is not None:
+        raise scan.error
 
 
 _ZERO_CHUNK = bytes(1 << 20)
@@ -218,6 +256,11 @@ def _data_extents(fileno: int | None, start: int, size: int) -> Iterator[tuple[i
             return  # ENXIO: no data after position
         yield max(data, position), min(hole, size)
         position = hole
+
+
+def decode_record(buf: memoryview, start: int, end: int) -> Txn:
+    """The txn whose payload (TxnHeader, body, optional TxnDigest) is ``buf[start:end]``."""
+    return _decode(buf, TXN_HEADER.unpack_from(buf, start), start + TXN_HEADER.size, end)
 
 
 def decode_txn(payload: bytes | memoryview) -> Txn:
