@@ -32,10 +32,13 @@ out = {
                           if t.execution_timeout else None,
                           "backoff": t.retry_exponential_backoff, "callbacks": callbacks(t),
                           "trigger_rule": str(t.trigger_rule), "mapped": type(t).__name__ == "MappedOperator",
-                          "max_active_tis": getattr(t, "partial_kwargs", {}).get("max_active_tis_per_dagrun")}
+                          "max_active_tis": getattr(t, "partial_kwargs", {}).get("max_active_tis_per_dagrun"),
+                          "map_index_template": getattr(t, "partial_kwargs", {}).get("map_index_template"),
+                          "upstream": sorted(t.upstream_task_ids), "class": t.task_type}
               for t in dag.tasks},
     "outlets": [str(o) for o in dag.get_task("summary").outlets],
     "audit_conf": dag.get_task("audit").conf,
+    "history_conf": dag.get_task("history").partial_kwargs.get("conf"),
     "order": [t.task_id for t in dag.topological_sort()],
 }
 print(json.dumps(out))
@@ -61,8 +64,8 @@ def test_the_default_dag_runs_hourly_with_retries_timeouts_and_failure_alerts(tm
     dag = load_dag(tmp_path, None)
     assert "import_errors" not in dag, dag
     assert dag["summary"] in ("@hourly", "0 * * * *") and dag["catchup"] is False and dag["max_active_runs"] == 1
-    assert dag["order"] == ["clusters", "snapshot", "audit", "gate", "summary", "retention", "verdict"]
-    for task_id in ("snapshot", "audit", "gate"):
+    assert dag["order"] == ["clusters", "snapshot", "audit", "gate", "history", "summary", "retention", "verdict"]
+    for task_id in ("snapshot", "audit", "gate", "history"):
         task = dag["tasks"][task_id]
         assert task["retries"] == 2 and task["backoff"], task_id
         assert task["timeout"] == 45 * 60, task_id
@@ -73,6 +76,18 @@ def test_the_default_dag_runs_hourly_with_retries_timeouts_and_failure_alerts(tm
     assert any("kafka_zk_audit_clusters" in outlet for outlet in dag["outlets"])
     assert dag["audit_conf"]["spark.driver.extraJavaOptions"].split() == [
         "-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m"]
+
+
+def test_the_history_runs_per_cluster_after_the_gate_and_never_stops_the_summary(tmp_path):
+    dag = load_dag(tmp_path, None)
+    history = dag["tasks"]["history"]
+    assert history["mapped"] is True and history["map_index_template"] == "{{ task.cluster }}"
+    assert history["class"] == "ZooKeeperHistoryOperator" and history["max_active_tis"] == 1
+    assert history["upstream"] == ["clusters", "gate"]  # mapped over the clusters, after the gate
+    assert history["trigger_rule"].lower().endswith("all_done")  # whatever the gate's verdict
+    summary = dag["tasks"]["summary"]
+    assert "history" in summary["upstream"] and summary["trigger_rule"].lower().endswith("all_done")
+    assert dag["history_conf"] == dag["audit_conf"]
 
 
 @pytest.mark.parametrize(("schedule", "summary"), [("0 */2 * * *", "0 */2 * * *"), ("@daily", "0 0 * * *")])

@@ -21,8 +21,10 @@ def history(history_files, tmp_path_factory: pytest.TempPathFactory) -> tuple[di
     warehouse = tmp_path_factory.mktemp("warehouse")
     (warehouse / "data_docs").mkdir()  # a Data Docs site, as a gate left it
     (warehouse / "data_docs" / "index.html").write_text("<html><body class=\"gx\"><h1>Data Docs</h1></body></html>")
+    settings = warehouse / "settings.yaml"
+    settings.write_text("history: {min_interval: 0.9s}\n")  # the floor --min-interval defaults to
     proc = subprocess.run(
-        [str(CLI), "history", "--from-files", str(data_dir), "--warehouse", str(warehouse),
+        [str(CLI), "history", "--from-files", str(data_dir), "--warehouse", str(warehouse), "--config", str(settings),
          "--chroot", CHROOT, "--from-zxid", str(scenario.first_zxid), "--to-zxid", hex(scenario.last_zxid),
          "--spark-master", "local[2]", "--json"],
         capture_output=True, text=True, timeout=600,
@@ -41,6 +43,7 @@ def test_summary_counts_listed_and_short_intervals(history) -> None:
     assert {check: n["listed"] for check, n in summary["checks"].items() if n["listed"]} == expected
     assert {check: n["short"] for check, n in summary["checks"].items() if n["short"]} == scenario.short
     assert summary["txns"] > 0 and summary["log_errors"] == []
+    assert summary["min_interval_ms"] == 900  # history.min_interval of --config
 
 
 def test_writes_the_tables_the_page_and_the_summary_last(history) -> None:

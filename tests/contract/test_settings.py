@@ -116,7 +116,8 @@ def test_empty_file_means_defaults(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        ({"slas": {}}, r"unknown key 'slas'.*alerts, clusters, drift, fleet, gate, migration, notification_backlog"),
+        ({"slas": {}},
+         r"unknown key 'slas'.*alerts, clusters, drift, fleet, gate, history, migration, notification_backlog"),
         ({"migration": {"target_version": "4.0"}}, r"'migration.target_version' is '4.0'.*\"3.4\" to \"3.9\""),
         ({"migration": {"gate": "yes"}}, r"'migration.gate' is 'yes'; write true or false"),
         ({"sla": {"delete_topc": "1h"}}, r"unknown key 'sla.delete_topc'.*delete_topic, preferred_election"),
@@ -291,3 +292,38 @@ def test_a_cluster_may_be_audited_from_its_files_and_needs_a_connection_or_files
     path.write_text("clusters:\n  - name: none\n")
     with pytest.raises(SettingsError, match=re.escape("line 2: cluster 'none' needs zk_conn_id")):
         load_config(path)
+
+
+def test_the_history_settings_default_to_every_cluster_with_files_and_a_1s_floor(tmp_path: Path) -> None:
+    from kafka_zk_audit.contract.settings import seconds_text
+
+    history = load_config(None).history
+    assert history.enabled is True and history.min_interval == timedelta(seconds=1)
+    path = tmp_path / "history.yaml"
+    path.write_text("history:\n  min_interval: 250ms\n")
+    with pytest.raises(SettingsError) as error:
+        load_config(path)
+    assert str(error.value).count("\n") == 1 and "line 2: 'history.min_interval' is '250ms'" in str(error.value)
+    assert 'write a duration: a number followed by s, m, h, d or w' in str(error.value)
+    path.write_text("history:\n  enabled: false\n  min_interval: 0.25\n")
+    changed = load_config(path).history
+    assert changed.enabled is False and changed.min_interval == timedelta(milliseconds=250)
+    assert [seconds_text(timedelta(seconds=s)) for s in (1, 0.25, 0, 90, 1e6)] == ["1", "0.25", "0", "90", "1000000"]
+    assert parse_duration(seconds_text(changed.min_interval)) == changed.min_interval
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"history": {"enabled": "yes"}}, "'history.enabled' is 'yes'; write true or false"),
+        ({"history": {"min_interval": -1}}, "'history.min_interval' is -1; write a duration"),
+        ({"history": {"floor": "1s"}}, "unknown key 'history.floor'; the keys under 'history' are enabled, "
+                                       "min_interval"),
+        ({"history": "1s"}, "'history' must be a mapping"),
+        ({"clusters": [{"name": "dr", "files": {"data_dir": "/zk"}, "overrides": {"history": {"enabled": False}}}]},
+         "'clusters[0].overrides.history' cannot be overridden per cluster"),
+    ],
+)
+def test_bad_history_settings_say_what_to_fix(raw: dict, message: str) -> None:
+    with pytest.raises(SettingsError, match=re.escape(message)):
+        parse_config(raw)

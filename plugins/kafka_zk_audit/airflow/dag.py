@@ -1,7 +1,9 @@
 """The DAG ``kafka_zk_audit``: every cluster of the fleet, snapshot → one Spark audit → one GX gate → summaries.
 
     clusters ──▶ snapshot ×N (kazoo, mapped, bounded) ──▶ audit (one spark-submit for every snapshot)
-             ──▶ gate (Great Expectations, per cluster) ──▶ summary (per cluster + fleet, Asset events)
+             ──▶ gate (Great Expectations, per cluster)
+             ──▶ history ×N (mapped: what happened since the last run, from each cluster's ZooKeeper files)
+             ──▶ summary (per cluster + fleet, Asset events)
              ──▶ retention ──▶ verdict (fails the run when a cluster is red or could not be audited)
 
 ``dags/kafka_zk_audit.py`` builds it with :func:`build_dag`. The schedule, the clusters and the bounds come
@@ -9,7 +11,7 @@ from the audit settings file named by ``$KAFKA_ZK_AUDIT_CONFIG`` (read when Airf
 packaged defaults when unset: hourly, one cluster ``default`` on the connection of the ``zk_conn_id`` param).
 Any task that fails for good alerts (which cluster, which task, why, where the log is); a failed gate sends
 the findings alert. Each audited cluster publishes an Asset event ``kafka-zk-audit://<cluster>`` whose extra
-carries its summary's counts.
+carries its summary's counts. A history that fails alerts too, but never makes the run red by itself.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from kafka_zk_audit.airflow.notifications.audit_alert import AuditAlertNotifier
 from kafka_zk_audit.airflow.notifications.task_failure import GateVerdictFailure, TaskFailureNotifier
 from kafka_zk_audit.airflow.operators.audit_gate import AuditGateOperator
 from kafka_zk_audit.airflow.operators.audit_spark_submit import AuditSparkSubmitOperator
+from kafka_zk_audit.airflow.operators.zookeeper_history import ZooKeeperHistoryOperator
 from kafka_zk_audit.airflow.operators.zookeeper_snapshot import ZooKeeperSnapshotOperator
 from kafka_zk_audit.audit.session import submit_conf
 from kafka_zk_audit.contract.settings import AuditConfig, load_config
@@ -85,6 +88,13 @@ def publish_readiness(warehouse: Any, snapshot_ids: list[str]) -> dict[str, Any]
     verdicts = {readiness.cluster_name(report): readiness.verdict_of(report) for report in reports}
     print(f"migration readiness: {', '.join(f'{name} {v}' for name, v in verdicts.items())}; report: {pages[0]}")
     return {"page": pages[0], "verdicts": verdicts}
+
+
+def histories_of_run(ti: Any) -> dict[str, dict[str, Any]]:
+    """What the mapped history tasks of this run returned, by cluster (skipped and failed ones return nothing)."""
+    pulled = ti.xcom_pull(task_ids="history")
+    values = [pulled] if isinstance(pulled, dict) else list(pulled or [])
+    return {value["cluster"] or DEFAULT_CLUSTER: value for value in values if isinstance(value, dict)}
 
 
 def plan_files(targets: list[dict[str, Any]], params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -207,6 +217,17 @@ def build_dag(settings_path: str | None = None) -> DAG:
             ],
         )
 
+        history = ZooKeeperHistoryOperator.partial(
+            task_id="history",
+            trigger_rule="all_done",  # whatever the gate's verdict; the summary runs whatever happens here
+            spark_conn_id="{{ params.spark_conn_id }}",
+            warehouse=WAREHOUSE,
+            audit_config=AUDIT_CONFIG,
+            conf=submit_conf(),
+            max_active_tis_per_dagrun=1,  # one Spark app at a time on the worker, like the audit's single app
+            map_index_template="{{ task.cluster }}",
+        ).expand_kwargs(targets)
+
         @task(task_id="summary", trigger_rule="all_done", outlets=[AssetAlias(ASSET_ALIAS)])
         def publish_summaries(warehouse: str, snapshot_ids: str, audit_config: str | None,
                               targets: list[dict[str, str]], **context: Any) -> dict:
@@ -228,7 +249,12 @@ def build_dag(settings_path: str | None = None) -> DAG:
             from kafka_zk_audit.offline.history import link_history_in_data_docs
 
             link_history_in_data_docs(Warehouse(warehouse))  # the gate rebuilt the Data Docs index
-            return {**{k: v for k, v in fleet.items() if k != "text"}, "readiness": readiness}
+            histories = histories_of_run(context["ti"])
+            for name, found in histories.items():
+                print(f"history of {name}: {found['listed']} interval(s) listed, {found['short']} shorter than the "
+                      f"floor, zxid {found['first_zxid']} to {found['last_zxid']}; page: {found['page']}")
+            return {**{k: v for k, v in fleet.items() if k != "text"}, "readiness": readiness,
+                    "histories": histories}
 
         summaries = publish_summaries(WAREHOUSE, SNAPSHOT_IDS, AUDIT_CONFIG, targets)
 
@@ -260,5 +286,6 @@ def build_dag(settings_path: str | None = None) -> DAG:
             if problems:
                 raise RunVerdictFailed("; ".join(problems))
 
-        snapshot >> audit >> gate >> summaries >> prune(WAREHOUSE, SNAPSHOT_IDS, AUDIT_CONFIG) >> fail_when_red()
+        snapshot >> audit >> gate >> history >> summaries
+        summaries >> prune(WAREHOUSE, SNAPSHOT_IDS, AUDIT_CONFIG) >> fail_when_red()
     return dag

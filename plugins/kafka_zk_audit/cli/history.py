@@ -1,7 +1,8 @@
 """``kafka-zk-audit history --from-files DIR``: what happened between runs, from ZooKeeper's transaction logs.
 
 Runs the packaged Spark app ``zk_history.py`` (``kafka_zk_audit.offline.history``) with spark-submit and prints
-its summary (``--json``: ``history.json``). Exit codes as for the other stages: 0 done, 2 usage, 3 could not
+its summary (``--json``: ``history.json``). ``--min-interval`` defaults to the setting ``history.min_interval`` of
+``--config`` (1s in the packaged defaults). Exit codes as for the other stages: 0 done, 2 usage, 3 could not
 complete (or a log could not be read to its end).
 """
 
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_zk_audit.cli.stages import EXIT_DONE, EXIT_INCOMPLETE, EXIT_USAGE, _fail, _say, submit_for_summary
-from kafka_zk_audit.contract.settings import SettingsError, parse_duration
+from kafka_zk_audit.contract.settings import SettingsError, load_config, parse_duration, seconds_text
 from kafka_zk_audit.contract.warehouse import Warehouse, default_warehouse
 
 HISTORY_APP = "zk_history.py"
@@ -44,13 +45,14 @@ def history(args: argparse.Namespace) -> int:
     if not files.is_dir():
         return _fail(EXIT_USAGE, f"--from-files {args.from_files}: not a directory")
     try:
-        parse_duration(args.min_interval, "--min-interval", "the command line")
+        min_interval = (parse_duration(args.min_interval, "--min-interval", "the command line")
+                        if args.min_interval is not None else load_config(args.config).history.min_interval)
     except SettingsError as exc:
         return _fail(EXIT_USAGE, str(exc))
     warehouse = Warehouse(args.warehouse or default_warehouse())
     history_id = args.history_id or new_history_id()
     app_args = ["--warehouse", warehouse.root, "--files", str(files.resolve()), "--history-id", history_id,
-                "--min-interval", args.min_interval]
+                "--min-interval", seconds_text(min_interval)]
     app_args += ["--log-dir", str(Path(args.log_dir).resolve())] if args.log_dir else []
     for option in ("cluster", "chroot", "from_zxid", "to_zxid"):
         value = getattr(args, option)
@@ -75,7 +77,8 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     parser.add_argument("--cluster", default=None, help="the cluster's fleet name")
     parser.add_argument("--chroot", default=None, help="Kafka's chroot (/kafka); paths are relative to it")
     parser.add_argument("--history-id", default=None, help="default: a new one (YYYYMMDDTHHMMSSZ-<hex>)")
-    parser.add_argument("--min-interval", default="1s", help="shorter intervals are counted, not listed (1s)")
+    parser.add_argument("--min-interval", default=None,
+                        help="shorter intervals are counted, not listed (default: the setting history.min_interval)")
     parser.add_argument("--from-zxid", default=None, help="first zxid of the window (decimal or 0x hex)")
     parser.add_argument("--to-zxid", default=None, help="last zxid of the window (decimal or 0x hex)")
     parser.add_argument("--json", action="store_true", help="print history.json instead of the summary")

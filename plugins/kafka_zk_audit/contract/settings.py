@@ -245,6 +245,14 @@ class FilesConfig(_Section):
     sftp_conn_id: Text | None = None
 
 
+class HistoryConfig(_Section):
+    """The history of each cluster's ZooKeeper files the DAG builds: whether it does, and the floor of a listed
+    interval."""
+
+    enabled: StrictBool
+    min_interval: Duration
+
+
 class ClusterConfig(_Section):
     """One audited cluster: its name, its ZooKeeper connection (or files) and what it overrides."""
 
@@ -270,6 +278,7 @@ class AuditConfig(_Section):
     drift: DriftConfig
     retention: RetentionConfig
     migration: MigrationConfig
+    history: HistoryConfig
     _source: str = PrivateAttr(default=DEFAULT_SOURCE)
     _raw: dict[str, Any] = PrivateAttr(default_factory=dict)
 
@@ -332,6 +341,7 @@ _SECTIONS: dict[str, type[BaseModel]] = {
     "drift": DriftConfig,
     "retention": RetentionConfig,
     "migration": MigrationConfig,
+    "history": HistoryConfig,
 }
 
 
@@ -514,6 +524,12 @@ def parse_duration(value: Any, key: str = "duration", source: str = "audit confi
         return _duration(value)
     except ValueError:
         raise SettingsError(source, [f"{source}: '{key}' is {value!r}; {_DURATION_HELP}"]) from None
+
+
+def seconds_text(duration: timedelta) -> str:
+    """A duration as a plain number of seconds, to the millisecond ("1", "0.25"), as :func:`parse_duration` reads it
+    back (the form command lines are given)."""
+    return f"{duration.total_seconds():.3f}".rstrip("0").rstrip(".")
 
 
 def format_duration(duration: timedelta) -> str:

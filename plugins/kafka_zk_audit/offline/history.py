@@ -10,8 +10,9 @@ Reads the transaction logs (and the snapshot + logs before them, for the base st
     timeline.html          standalone page: failovers, intervals per check, leadership changes
     history.json           the summary, written last
 
-The floor (``--min-interval``, default 1s; proposed settings key ``history.min_interval``) turns shorter
-intervals (a controller failover of a few ms, a rebalance) into counts per check instead of rows.
+The floor (``--min-interval``, default 1s; the DAG's history task and ``kafka-zk-audit history`` pass the setting
+``history.min_interval``) turns shorter intervals (a controller failover of a few ms, a rebalance) into counts per
+check instead of rows.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from pyspark.sql import functions as F
 
 from kafka_zk_audit.contract.settings import parse_duration
 from kafka_zk_audit.contract.warehouse import Warehouse
-from kafka_zk_audit.offline.changes import LOG_ERROR, base_rows, build_changes, with_session_deletes
+from kafka_zk_audit.offline.changes import LOG_ERROR, base_rows, with_session_deletes, write_changes
 from kafka_zk_audit.offline.intervals import (
     DEFAULT_MIN_INTERVAL_MS,
     all_intervals,
@@ -79,8 +80,9 @@ def _base(spark: SparkSession, files_dir: str, log_dir: str | None, first_zxid: 
 def run_history(spark: SparkSession, warehouse: Warehouse, files_dir: str, *, log_dir: str | None = None,
                 chroot: str = "", history_id: str | None = None, cluster: str | None = None,
                 min_interval_ms: int = DEFAULT_MIN_INTERVAL_MS, from_zxid: int | None = None,
-                to_zxid: int | None = None) -> dict[str, Any]:
-    """Build the history of the logs in ``log_dir`` (default ``files_dir``); returns the summary it wrote."""
+                to_zxid: int | None = None, origin: str | None = None) -> dict[str, Any]:
+    """Build the history of the logs in ``log_dir`` (default ``files_dir``); returns the summary it wrote.
+    ``origin``: where the files were fetched from, named in the summary instead of the staging folder."""
     from kafka_zk_audit.snapshot.secrets import warehouse_key
 
     started = time.monotonic()
@@ -88,10 +90,8 @@ def run_history(spark: SparkSession, warehouse: Warehouse, files_dir: str, *, lo
     root = history_dir(warehouse, history_id)
     key = warehouse_key(warehouse)
     chroot = chroot.rstrip("/")
-    decoded = build_changes(spark, log_dir or files_dir, chroot=chroot, first_zxid=from_zxid, last_zxid=to_zxid,
-                            key=key)
-    decoded.write.mode("overwrite").parquet(f"{root}/_decoded")
-    decoded = spark.read.parquet(f"{root}/_decoded")
+    decoded = write_changes(spark, log_dir or files_dir, f"{root}/_decoded", chroot=chroot, first_zxid=from_zxid,
+                            last_zxid=to_zxid, key=key)
     decode_seconds = time.monotonic() - started
     errors = [{"file": r["path"], "after_zxid": r["zxid"], "error": bytes(r["data"]).decode(errors="replace")}
               for r in decoded.where(F.col("op") == LOG_ERROR).collect()]
@@ -130,7 +130,7 @@ def run_history(spark: SparkSession, warehouse: Warehouse, files_dir: str, *, lo
     txns = int(span["txns"] or 0)
     summary = {
         "history_id": history_id, "cluster": cluster, "warehouse": warehouse.root, "path": root,
-        "files": files_dir, "log_dir": log_dir or files_dir, "chroot": chroot or "/",
+        "files": origin or files_dir, "log_dir": None if origin else log_dir or files_dir, "chroot": chroot or "/",
         "first_zxid": span["first"], "last_zxid": span["last"],
         "first_time": _iso(span["t0"]), "last_time": _iso(span["t1"]),
         "base": base_info, "txns": txns, "changes": int(span["rows"] or 0),
@@ -254,10 +254,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warehouse", required=True)
     parser.add_argument("--files", required=True, help="ZooKeeper's dataDir (snapshots, and logs unless --log-dir)")
     parser.add_argument("--log-dir", default=None, help="ZooKeeper's dataLogDir when apart from --files")
+    parser.add_argument("--origin", default=None, help="where --files were fetched from (named in history.json)")
     parser.add_argument("--cluster", default=None)
     parser.add_argument("--chroot", default="", help="Kafka's chroot; paths are written relative to it")
     parser.add_argument("--history-id", default=None, help="default: a new one (YYYYMMDDTHHMMSSZ-<hex>)")
-    parser.add_argument("--min-interval", default="1s", help="shorter intervals are counted, not listed")
+    parser.add_argument("--min-interval", default="1s",
+                        help="shorter intervals are counted, not listed (the setting history.min_interval)")
     parser.add_argument("--from-zxid", default=None, help="first zxid (decimal or 0x hex)")
     parser.add_argument("--to-zxid", default=None, help="last zxid (decimal or 0x hex)")
     args = parser.parse_args(argv)
@@ -270,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         summary = run_history(spark, Warehouse(args.warehouse), args.files, log_dir=args.log_dir,
                               chroot=args.chroot, history_id=args.history_id, cluster=args.cluster,
                               min_interval_ms=min_interval_ms, from_zxid=parse_at_zxid(args.from_zxid),
-                              to_zxid=parse_at_zxid(args.to_zxid))
+                              to_zxid=parse_at_zxid(args.to_zxid), origin=args.origin)
     finally:
         spark.stop()
     log.info("history %s: %d txns in %.1fs (%.0f txns/s decoded); %s", summary["history_id"], summary["txns"],

@@ -144,12 +144,14 @@ def parse_at_zxid(value: str | int | None) -> int | None:
 
 
 def plan_fetch(entries: list[RemoteFile], log_entries: list[RemoteFile] | None = None, *,
-               at_zxid: int | None = None, at_time: datetime | None = None, fallbacks: int = 1) -> FetchPlan:
+               at_zxid: int | None = None, at_time: datetime | None = None, fallbacks: int = 1,
+               logs_to_end: bool = False) -> FetchPlan:
     """What to fetch for a rebuild at the target (None: the newest state).
 
     Snapshots at or before the target (by name for ``at_zxid``; by modification time, when known, for
     ``at_time``): the newest and ``fallbacks`` older ones. Logs: the last starting at or before the oldest
-    chosen snapshot, and every later one (for ``at_zxid``, none starting after it).
+    chosen snapshot, and every later one (for ``at_zxid``, none starting after it, unless ``logs_to_end``: a
+    history reads every change after the target).
     """
     snapshots = sorted((e for e in entries if e.kind == "snapshot"), key=lambda e: e.zxid, reverse=True)
     logs = sorted((e for e in (entries if log_entries is None else log_entries) if e.kind == "log"),
@@ -166,7 +168,7 @@ def plan_fetch(entries: list[RemoteFile], log_entries: list[RemoteFile] | None =
     oldest = chosen[-1].zxid
     start = max((i for i, entry in enumerate(logs) if entry.zxid <= oldest), default=0)
     needed = logs[start:]
-    if at_zxid is not None:
+    if at_zxid is not None and not logs_to_end:
         needed = [entry for entry in needed if entry.zxid <= at_zxid]
     return FetchPlan(chosen, needed)
 
@@ -259,7 +261,7 @@ def _zookeeper_folder(store: FileStore, directory: str, origin: str) -> tuple[st
 
 def stage(store: FileStore, data_dir: str, staging: Path, *, log_dir: str | None = None,
           log_store: FileStore | None = None, at_zxid: int | None = None, at_time: datetime | None = None,
-          fallbacks: int = 1, origin: str | None = None) -> StagedFiles:
+          fallbacks: int = 1, origin: str | None = None, logs_to_end: bool = False) -> StagedFiles:
     """Fetch what a rebuild needs from ``store`` (logs from ``log_store``/``log_dir`` when the cluster keeps
     them apart) into ``staging/version-2``; the staged files."""
     origin = origin or data_dir
@@ -268,7 +270,8 @@ def stage(store: FileStore, data_dir: str, staging: Path, *, log_dir: str | None
     log_folder, log_entries = (
         (data_folder, entries) if not log_dir else _zookeeper_folder(log_store, log_dir, safe_location(log_dir))
     )
-    plan = plan_fetch(entries, log_entries, at_zxid=at_zxid, at_time=at_time, fallbacks=fallbacks)
+    plan = plan_fetch(entries, log_entries, at_zxid=at_zxid, at_time=at_time, fallbacks=fallbacks,
+                      logs_to_end=logs_to_end)
     target = staging / VERSION_DIR
     target.mkdir(parents=True, exist_ok=True)
     staged = StagedFiles(str(staging), None, origin)
@@ -348,7 +351,7 @@ def staging_dir(parent: str | None = None) -> Iterator[Path]:
 @contextmanager
 def zookeeper_files(location: str, *, log_location: str | None = None, at_zxid: int | None = None,
                     at_time: datetime | None = None, staging_parent: str | None = None,
-                    fallbacks: int = 1) -> Iterator[StagedFiles]:
+                    fallbacks: int = 1, logs_to_end: bool = False) -> Iterator[StagedFiles]:
     """A cluster's ZooKeeper files on this machine for the ``with`` block: a local directory in place, a URL
     fetched (only what the rebuild at the target needs) into a temporary directory removed afterwards."""
     check_location(location)
@@ -363,5 +366,5 @@ def zookeeper_files(location: str, *, log_location: str | None = None, at_zxid: 
     log_store = FsspecStore(log_location) if log_location else None
     with staging_dir(staging_parent) as staging:
         staged = stage(store, location, staging, log_dir=log_location, log_store=log_store, at_zxid=at_zxid,
-                       at_time=at_time, fallbacks=fallbacks, origin=safe_location(location))
+                       at_time=at_time, fallbacks=fallbacks, origin=safe_location(location), logs_to_end=logs_to_end)
         yield staged

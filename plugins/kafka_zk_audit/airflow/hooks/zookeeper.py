@@ -84,3 +84,14 @@ class ZooKeeperHook(BaseHook):
             "relabeling": {"host": "Hosts (host:port[,host:port…][/chroot])", "schema": "Chroot"},
             "placeholders": {"host": "zk1:2181,zk2:2181", "schema": "/kafka", "extra": '{"chroot": "/kafka"}'},
         }
+
+
+def connection_settings(zk_conn_id: str | None) -> ZkSettings | None:
+    """The settings of the ZooKeeper connection ``zk_conn_id`` (hosts, chroot, identity), or None when it is not
+    given or not defined: a cluster audited from its files may have no connection."""
+    if not zk_conn_id:
+        return None
+    try:
+        return ZooKeeperHook(zk_conn_id=zk_conn_id).get_settings()
+    except Exception:  # no such connection (Airflow raises its own not-found error)
+        return None

@@ -1,6 +1,7 @@
-"""A cluster's ZooKeeper files over SFTP, through Airflow's SFTP provider and an Airflow connection.
+"""A cluster's ZooKeeper files on the worker: over SFTP (Airflow's SFTP provider and an Airflow connection), from
+an fsspec URL, or a local folder in place; :func:`cluster_zookeeper_files` is what the snapshot and history tasks use.
 
-The connection (conn type ``sftp``) holds the host, the user and the key file or password; none of them is
+The SFTP connection (conn type ``sftp``) holds the host, the user and the key file or password; none of them is
 logged or passed on a command line. Only what a rebuild needs is fetched (``kafka_zk_audit.offline.sources``
 decides what), into a temporary directory removed after use.
 """
@@ -8,8 +9,8 @@ decides what), into a temporary directory removed after use.
 from __future__ import annotations
 
 import stat
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -17,7 +18,14 @@ from typing import IO, Any
 from airflow.providers.sftp.hooks.sftp import SFTPHook
 from paramiko import SSHException
 
-from kafka_zk_audit.offline.sources import FilesSourceError, RemoteFile, StagedFiles, stage, staging_dir
+from kafka_zk_audit.offline.sources import (
+    FilesSourceError,
+    RemoteFile,
+    StagedFiles,
+    stage,
+    staging_dir,
+    zookeeper_files,
+)
 
 SNAPSHOT_PREFIX = "snapshot."
 
@@ -54,7 +62,8 @@ def sftp_origin(sftp_conn_id: str, path: str) -> str:
 @contextmanager
 def sftp_zookeeper_files(sftp_conn_id: str, data_dir: str, *, log_dir: str | None = None,
                          at_zxid: int | None = None, at_time: datetime | None = None,
-                         staging_parent: str | None = None, fallbacks: int = 1) -> Iterator[StagedFiles]:
+                         staging_parent: str | None = None, fallbacks: int = 1,
+                         logs_to_end: bool = False) -> Iterator[StagedFiles]:
     """The ZooKeeper files under ``data_dir`` (and ``log_dir``) on the server of ``sftp_conn_id``, fetched for
     the ``with`` block into a temporary directory; the connection is closed once they are fetched."""
     hook = SFTPHook(ssh_conn_id=sftp_conn_id)
@@ -64,7 +73,7 @@ def sftp_zookeeper_files(sftp_conn_id: str, data_dir: str, *, log_dir: str | Non
             with hook.get_managed_conn() as client:
                 store = SftpStore(client)
                 staged = stage(store, data_dir, Path(staging), log_dir=log_dir, at_zxid=at_zxid, at_time=at_time,
-                               fallbacks=fallbacks, origin=origin)
+                               fallbacks=fallbacks, origin=origin, logs_to_end=logs_to_end)
         except FilesSourceError:
             raise
         except (OSError, SSHException) as exc:
@@ -72,3 +81,18 @@ def sftp_zookeeper_files(sftp_conn_id: str, data_dir: str, *, log_dir: str | Non
             raise FilesSourceError(f"{origin}: cannot fetch the files over SFTP ({reason}); check the "
                                    f"connection {sftp_conn_id!r} and the paths") from None
         yield staged
+
+
+def cluster_zookeeper_files(files: Mapping[str, str | None], *, at_zxid: int | None = None,
+                            at_time: datetime | None = None,
+                            logs_to_end: bool = False) -> AbstractContextManager[StagedFiles]:
+    """The files of a cluster's ``files`` setting (``data_dir``, ``log_dir``, ``sftp_conn_id``) on this machine for
+    a ``with`` block: fetched over SFTP when ``sftp_conn_id`` is set, else from the fsspec URL, a local folder in
+    place. What is fetched is what a rebuild at the target needs (``logs_to_end``: and every log after it)."""
+    data_dir, log_dir, sftp_conn_id = files["data_dir"], files.get("log_dir"), files.get("sftp_conn_id")
+    if not data_dir:
+        raise FilesSourceError("the cluster's files setting has no data_dir; give ZooKeeper's dataDir")
+    if sftp_conn_id:
+        return sftp_zookeeper_files(sftp_conn_id, data_dir, log_dir=log_dir, at_zxid=at_zxid, at_time=at_time,
+                                    logs_to_end=logs_to_end)
+    return zookeeper_files(data_dir, log_location=log_dir, at_zxid=at_zxid, at_time=at_time, logs_to_end=logs_to_end)

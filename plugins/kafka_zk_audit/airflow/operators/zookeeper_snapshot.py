@@ -8,7 +8,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
-from kafka_zk_audit.airflow.hooks.zookeeper import ZooKeeperHook
+from kafka_zk_audit.airflow.hooks.zookeeper import ZooKeeperHook, connection_settings
 from kafka_zk_audit.contract.warehouse import Warehouse, default_warehouse
 from kafka_zk_audit.snapshot.connection import ZkSettings
 from kafka_zk_audit.snapshot.walker import SnapshotOptions, write_new_snapshot
@@ -80,30 +80,20 @@ class ZooKeeperSnapshotOperator(BaseOperator):
         return manifest["snapshot_id"]
 
     def _cluster_settings(self) -> ZkSettings | None:
-        """The cluster's connection settings (only to name the ensemble), or None without a usable connection."""
-        if not self.zk_conn_id:
-            return None
-        try:
-            return ZooKeeperHook(zk_conn_id=self.zk_conn_id).get_settings()
-        except Exception:  # no such connection: the files name the ensemble
+        """The cluster's connection settings (to name the ensemble, and its chroot), or None without a connection."""
+        settings = connection_settings(self.zk_conn_id)
+        if settings is None and self.zk_conn_id:
             self.log.info("no connection %r: the manifest names the files' location instead", self.zk_conn_id)
-            return None
+        return settings
 
     def _snapshot_from_files(self, warehouse: Warehouse, suffix: str) -> dict[str, Any]:
         """Fetch the cluster's ZooKeeper files (SFTP or fsspec) and rebuild the snapshot from them."""
+        from kafka_zk_audit.airflow.hooks.zookeeper_files import cluster_zookeeper_files
         from kafka_zk_audit.offline.rebuild import write_new_offline_snapshot
-        from kafka_zk_audit.offline.sources import parse_at_time, parse_at_zxid, zookeeper_files
+        from kafka_zk_audit.offline.sources import parse_at_time, parse_at_zxid
 
-        files = self.files or {}
-        data_dir, log_dir, sftp_conn_id = files["data_dir"], files.get("log_dir"), files.get("sftp_conn_id")
         at_zxid, at_time = parse_at_zxid(self.at_zxid), parse_at_time(self.at_time)
-        if sftp_conn_id:
-            from kafka_zk_audit.airflow.hooks.zookeeper_files import sftp_zookeeper_files
-
-            source = sftp_zookeeper_files(sftp_conn_id, data_dir, log_dir=log_dir, at_zxid=at_zxid, at_time=at_time)
-        else:
-            source = zookeeper_files(data_dir, log_location=log_dir, at_zxid=at_zxid, at_time=at_time)
-        with source as staged:
+        with cluster_zookeeper_files(self.files or {}, at_zxid=at_zxid, at_time=at_time) as staged:
             settings = self._cluster_settings()
             target = "the newest state" if at_zxid is None and at_time is None else (
                 f"zxid {at_zxid:#x}" if at_zxid is not None else f"{at_time:%Y-%m-%dT%H:%M:%SZ}")
