@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from kafka_zk_audit.contract.retention import StoredSnapshot, apply_retention, plan_retention, snapshot_started
+from kafka_zk_audit.contract.retention import (
+    RetentionPlan,
+    StoredHistory,
+    StoredSnapshot,
+    apply_retention,
+    plan_history_retention,
+    plan_retention,
+    snapshot_started,
+)
 from kafka_zk_audit.contract.settings import parse_config
 from kafka_zk_audit.contract.warehouse import Warehouse
 
@@ -76,3 +84,43 @@ def test_apply_removes_directories_of_every_table_and_incomplete_walks(tmp_path)
     assert not (tmp_path / "tables" / "audit_partitions" / f"snapshot_id={old}").exists()
     assert (tmp_path / "findings" / f"snapshot_id={old}").exists()  # findings outlive raw data
     assert (tmp_path / "snapshots" / f"snapshot_id={new}").exists()
+
+
+def hourly_histories(cluster: str, hours: int) -> list[StoredHistory]:
+    return [StoredHistory(f"{NOW - timedelta(hours=h, minutes=1):%Y%m%dT%H%M%SZ}-{cluster}", cluster,
+                          NOW - timedelta(hours=h, minutes=1), complete=True) for h in range(hours)]
+
+
+def test_histories_lose_their_change_table_then_go_and_the_newest_stays():
+    histories = hourly_histories("eu", 24) + hourly_histories("us", 1)
+    old_us = StoredHistory("20261120T000000Z-us", "us", NOW - timedelta(days=2), complete=True)
+    died = StoredHistory("20261122T080000Z-x", None, NOW - timedelta(hours=4), complete=False)
+    plan = plan_history_retention([*histories, old_us, died], settings(), NOW, RetentionPlan())
+    eu = [h.history_id for h in hourly_histories("eu", 24)]
+    assert plan.drop_history_changes == eu[2:10]  # 2 h and older, younger than 10 h
+    assert set(plan.drop_histories) == {*eu[10:], old_us.history_id, died.history_id}
+    alone = plan_history_retention([old_us], settings(), NOW, RetentionPlan())  # the newest of its cluster
+    assert alone.drop_histories == [] and alone.drop_history_changes == []
+
+
+def test_apply_prunes_history_folders_and_their_data_docs_pages(tmp_path):
+    import json
+
+    wh = Warehouse(str(tmp_path))
+    ids = {"new": "20261122T115900Z-aaaa", "middle": "20261122T085900Z-bbbb", "old": "20261121T115900Z-cccc"}
+    for history_id in ids.values():
+        folder = tmp_path / "history" / history_id
+        (folder / "changes").mkdir(parents=True)
+        (folder / "intervals").mkdir()
+        (folder / "history.json").write_text(json.dumps({"history_id": history_id, "cluster": "eu"}))
+        page = tmp_path / "data_docs" / "history" / f"{history_id}.html"
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text("<html></html>")
+    plan = apply_retention(wh, settings(), NOW)
+    assert plan.drop_history_changes == [ids["middle"]] and plan.drop_histories == [ids["old"]]
+    assert (tmp_path / "history" / ids["new"] / "changes").is_dir()
+    assert not (tmp_path / "history" / ids["middle"] / "changes").exists()
+    assert (tmp_path / "history" / ids["middle"] / "intervals").is_dir()
+    assert not (tmp_path / "history" / ids["old"]).exists()
+    assert not (tmp_path / "data_docs" / "history" / f"{ids['old']}.html").exists()
+    assert (tmp_path / "data_docs" / "history" / f"{ids['new']}.html").exists()

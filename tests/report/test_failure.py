@@ -28,3 +28,13 @@ def test_failure_alert_of_a_fleet_task_and_a_long_error():
     assert "all clusters of the run" in alert.text
     assert "<script>" not in build_failure_alert(
         TaskFailure(dag_id="d", run_id="r", task_id="gate", error="<script>alert(1)</script>")).html
+
+
+def test_a_failed_history_says_the_audit_stands():
+    alert = build_failure_alert(TaskFailure(dag_id="d", run_id="r", task_id="history", cluster="dr",
+                                            error="OfflineFilesError: no usable snapshot"))
+    assert alert.subject.endswith("history could NOT be built: task history failed for cluster dr")
+    assert "The audit of this run is not affected; the history of dr since its previous one is missing" in alert.text
+    assert "No audit result" not in alert.text
+    audit = build_failure_alert(TaskFailure(dag_id="d", run_id="r", task_id="snapshot", cluster="dr", error="x"))
+    assert "No audit result exists for this run of dr" in audit.text

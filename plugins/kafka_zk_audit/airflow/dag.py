@@ -268,7 +268,8 @@ def build_dag(settings_path: str | None = None) -> DAG:
             plan = apply_retention(Warehouse(warehouse), run_cfg.retention, datetime.now(UTC),
                                    protect=[s for s in snapshot_ids.split(",") if s])
             return {"dropped_data": plan.drop_data, "dropped_findings": plan.drop_findings,
-                    "baselines": plan.kept_baselines}
+                    "baselines": plan.kept_baselines, "dropped_history_changes": plan.drop_history_changes,
+                    "dropped_histories": plan.drop_histories}
 
         @task(task_id="verdict", trigger_rule="all_done", retries=0)
         def fail_when_red(**context: Any) -> None:

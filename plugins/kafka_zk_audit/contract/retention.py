@@ -5,6 +5,11 @@ than ``keep_snapshots_for``; its findings and run summary (small, and the histor
 younger than ``keep_findings_for``. Never pruned: each cluster's newest audited snapshot (the next run's
 baseline) and the snapshots of the run that prunes. A snapshot directory without a manifest (a walk that was
 killed) is removed once it is older than ``keep_snapshots_for``.
+
+Histories from ZooKeeper's files (``history/<history_id>/``), per cluster: the change table (the big part) goes
+once older than ``keep_snapshots_for``, the whole history (intervals, timelines, page, summary) once older than
+``keep_findings_for``. Never pruned: each cluster's newest history (the next one starts where it ended). A history
+without its summary (an app that died) is removed once older than ``keep_snapshots_for``.
 """
 
 from __future__ import annotations
@@ -39,6 +44,18 @@ class RetentionPlan:
     drop_data: list[str] = field(default_factory=list)
     drop_findings: list[str] = field(default_factory=list)
     kept_baselines: dict[str, str] = field(default_factory=dict)
+    drop_history_changes: list[str] = field(default_factory=list)  # history ids whose change table goes
+    drop_histories: list[str] = field(default_factory=list)  # history ids that go whole
+
+
+@dataclass(frozen=True)
+class StoredHistory:
+    """What retention needs to know of one history in the warehouse."""
+
+    history_id: str
+    cluster: str | None
+    started_at: datetime
+    complete: bool  # its history.json was written
 
 
 def snapshot_started(snapshot_id: str) -> datetime:
@@ -72,6 +89,48 @@ def plan_retention(snapshots: Iterable[StoredSnapshot], settings: RetentionConfi
                 if age >= settings.keep_findings_for or not snapshot.complete:
                     plan.drop_findings.append(snapshot.snapshot_id)
     return plan
+
+
+def plan_history_retention(histories: Iterable[StoredHistory], settings: RetentionConfig, now: datetime,
+                           plan: RetentionPlan) -> RetentionPlan:
+    """Add to ``plan`` the histories to prune (pure): see the module docstring for the rules."""
+    by_cluster: dict[str | None, list[StoredHistory]] = {}
+    for history in histories:
+        by_cluster.setdefault(history.cluster, []).append(history)
+    for group in by_cluster.values():
+        group.sort(key=lambda h: (h.started_at, h.history_id), reverse=True)
+        newest = next((h.history_id for h in group if h.complete), None)
+        for history in group:
+            if history.history_id == newest:
+                continue
+            age = now - history.started_at
+            if age >= settings.keep_findings_for or (not history.complete and age >= settings.keep_snapshots_for):
+                plan.drop_histories.append(history.history_id)
+            elif age >= settings.keep_snapshots_for:
+                plan.drop_history_changes.append(history.history_id)
+    return plan
+
+
+def stored_histories(warehouse: Warehouse) -> list[StoredHistory]:
+    """Every history folder of the warehouse, with or without its summary."""
+    base = warehouse.fs_path(warehouse.history_dir())
+    if not warehouse.fs.exists(base):
+        return []
+    found = []
+    for entry in warehouse.fs.ls(base, detail=False):
+        history_id = entry.rstrip("/").rsplit("/", 1)[-1]
+        try:
+            started = snapshot_started(history_id)
+        except ValueError:
+            continue  # not one of ours
+        summary_path = f"{warehouse.history_dir(history_id)}/history.json"
+        complete = warehouse.exists(summary_path)
+        try:
+            cluster = warehouse.read_json(summary_path).get("cluster") if complete else None
+        except (OSError, ValueError):
+            complete, cluster = False, None
+        found.append(StoredHistory(history_id, cluster, started, complete))
+    return found
 
 
 def cluster_of(manifest: dict) -> str | None:
@@ -122,8 +181,15 @@ def apply_retention(warehouse: Warehouse, settings: RetentionConfig, now: dateti
         for snapshot_id in plan.drop_findings:
             warehouse.remove(warehouse.findings_dir(snapshot_id))
             warehouse.remove(warehouse.run_dir(snapshot_id))
-    log.info("retention: pruned the data of %d snapshot(s) and the findings of %d; baselines kept: %s",
-             len(plan.drop_data), len(plan.drop_findings),
+        plan_history_retention(stored_histories(warehouse), settings, now, plan)
+        for history_id in plan.drop_history_changes:
+            warehouse.remove(f"{warehouse.history_dir(history_id)}/changes")
+        for history_id in plan.drop_histories:
+            warehouse.remove(warehouse.history_dir(history_id))
+            warehouse.remove(f"{warehouse.data_docs_dir}/history/{history_id}.html")
+    log.info("retention: pruned the data of %d snapshot(s) and the findings of %d, the change tables of %d "
+             "histories and %d whole histories; baselines kept: %s", len(plan.drop_data), len(plan.drop_findings),
+             len(plan.drop_history_changes), len(plan.drop_histories),
              ", ".join(f"{c}={s}" for c, s in plan.kept_baselines.items()) or "none")
     return plan
 

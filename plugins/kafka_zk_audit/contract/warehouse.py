@@ -79,6 +79,10 @@ class Warehouse:
     def snapshot_dir(self, snapshot_id: str) -> str:
         return f"{self.root}/snapshots/snapshot_id={snapshot_id}"
 
+    def history_dir(self, history_id: str | None = None) -> str:
+        """Where the histories from ZooKeeper's files are (one folder each, ``history/<history_id>/``)."""
+        return f"{self.root}/history/{history_id}" if history_id else f"{self.root}/history"
+
     def table_dir(self, table: str, snapshot_id: str | None = None) -> str:
         base = f"{self.root}/tables/{table}"
         return f"{base}/snapshot_id={snapshot_id}" if snapshot_id else base

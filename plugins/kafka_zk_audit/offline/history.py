@@ -53,7 +53,7 @@ def new_history_id(now: datetime | None = None) -> str:
 
 
 def history_dir(warehouse: Warehouse, history_id: str) -> str:
-    return f"{warehouse.root}/{HISTORY}/{history_id}"
+    return warehouse.history_dir(history_id)
 
 
 def _iso(value: Any) -> str | None:

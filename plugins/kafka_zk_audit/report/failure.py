@@ -1,7 +1,8 @@
 """The alert for a run that could not audit: which cluster, which task, why, and where the log is.
 
 A snapshot that cannot reach its ensemble, a Spark app that dies or a gate that crashes leave no findings to
-report, so they get their own alert, as loud as a failed gate. Pure message building; delivery is the notifier's.
+report, so they get their own alert, as loud as a failed gate. A failed history (the ``history`` task) says the
+audit stands and what is missing instead. Pure message building; delivery is the notifier's.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ class TaskFailure:
     log_url: str | None = None
 
 
+HISTORY_TASK = "history"
+
+
 def _what(failure: TaskFailure) -> str:
     where = f"cluster {failure.cluster}" if failure.cluster else "the fleet"
     return f"task {failure.task_id} failed for {where}"
@@ -39,7 +43,16 @@ def build_failure_alert(failure: TaskFailure) -> Alert:
     error = failure.error.strip() or "no error message"
     if len(error) > ERROR_CHARS:
         error = error[: ERROR_CHARS - 1] + "…"
-    subject = f"{SUBJECT_PREFIX} audit could NOT complete: {_what(failure)}"
+    of = f" of {failure.cluster}" if failure.cluster else ""
+    if failure.task_id == HISTORY_TASK:  # the audit itself is not affected
+        subject = f"{SUBJECT_PREFIX} history could NOT be built: {_what(failure)}"
+        consequence = (f"The audit of this run is not affected; the history{of} since its previous one is missing: "
+                       "fix the cause above; the next history starts where the last one that was built ended, so "
+                       "it covers this run's window too while ZooKeeper still keeps those logs.")
+    else:
+        subject = f"{SUBJECT_PREFIX} audit could NOT complete: {_what(failure)}"
+        consequence = (f"No audit result exists for this run{of}: fix the cause above and re-run the DAG (or wait "
+                       "for the next scheduled run).")
     facts: dict[str, Any] = {
         "kind": "task_failure",
         "dag_id": failure.dag_id,
@@ -60,8 +73,7 @@ def build_failure_alert(failure: TaskFailure) -> Alert:
         f"why: {error}",
         f"log: {failure.log_url or 'see the task log in Airflow'}",
         "",
-        "No audit result exists for this run" + (f" of {failure.cluster}" if failure.cluster else "")
-        + ": fix the cause above and re-run the DAG (or wait for the next scheduled run).",
+        consequence,
     ]
     text = "\n".join(lines)
     body = "".join(f"<p>{html.escape(line)}</p>" for line in lines[2:] if line)
