@@ -149,11 +149,15 @@ def decode_log(content: bytes | bytearray | memoryview, name: str, chroot: str, 
     after = first_zxid - 1 if first_zxid is not None else None
     table, early_end = change_rows(content, name, root, after, last_zxid, _slow_rows(root))
     secret = secret_rows(table, SECRET_PATHS)
-    if len(secret):
-        paths, datas = table.column("path"), table.column("data").to_pylist()
-        for row in secret.tolist():
-            datas[row] = scrub(paths[row].as_py(), datas[row]) if scrub is not None else None
-        table = table.set_column(table.schema.get_field_index("data"), "data", pa.array(datas, pa.binary()))
+    if len(secret):  # only those rows pass through Python
+        rows = pa.array(secret)
+        paths, datas = table.column("path").take(rows).to_pylist(), table.column("data").take(rows).to_pylist()
+        scrubbed = pa.array([scrub(path, data) if scrub is not None else None
+                             for path, data in zip(paths, datas, strict=True)], pa.binary())
+        mask = np.zeros(table.num_rows, dtype=bool)
+        mask[secret] = True
+        data = pc.replace_with_mask(table.column("data").combine_chunks(), pa.array(mask), scrubbed)
+        table = table.set_column(table.schema.get_field_index("data"), "data", data)
     yield from table.cast(_DECODED).to_batches(max_chunksize=BATCH_ROWS)
     if early_end is not None:  # a corrupt file: what came before stands, the rest is reported
         zxid, error = early_end
@@ -285,6 +289,13 @@ def _ranges(spark: SparkSession, files: list[str], first_zxid: int | None, last_
     return kept
 
 
+def _range_frame(spark: SparkSession, ranges: list[LogRange]) -> DataFrame:
+    """The ranges as a DataFrame of one row (numbered) per range and one partition per row: one task each."""
+    listed = spark.sparkContext.parallelize([(number, piece.file, piece.start, piece.end, piece.first_zxid)
+                                             for number, piece in enumerate(ranges)], len(ranges))
+    return spark.createDataFrame(listed, "number int, " + RANGES_DDL)
+
+
 def build_changes(spark: SparkSession, log_dir: str, *, chroot: str = "", first_zxid: int | None = None,
                   last_zxid: int | None = None, key: bytes | None = None) -> DataFrame:
     """The change table (``CHANGES`` plus ``log_error`` rows, see ``LOG_ERROR``) of every log in ``log_dir``
@@ -306,10 +317,7 @@ def build_changes(spark: SparkSession, log_dir: str, *, chroot: str = "", first_
                 for row in batch.to_pylist():
                     yield from _decode_range(LogRange(**row), root, first_zxid, last_zxid, scrub)
 
-        listed = spark.sparkContext.parallelize([(piece.file, piece.start, piece.end, piece.first_zxid)
-                                                 for piece in ranges], len(ranges))
-        frame = spark.createDataFrame(listed, RANGES_DDL)
-        decoded = frame.mapInArrow(decode_ranges, DECODED_DDL)
+        decoded = _range_frame(spark, ranges).drop("number").mapInArrow(decode_ranges, DECODED_DDL)
     else:
         @without_gc
         def decode_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -383,10 +391,7 @@ def write_changes(spark: SparkSession, log_dir: str, target: str, *, chroot: str
                 os.replace(hidden, os.path.join(local_target, name))
                 yield pa.RecordBatch.from_pylist([{"file": name, "rows": rows}])
 
-    listed = spark.sparkContext.parallelize([(number, piece.file, piece.start, piece.end, piece.first_zxid)
-                                             for number, piece in enumerate(ranges)], len(ranges))
-    frame = spark.createDataFrame(listed, "number int, " + RANGES_DDL)
-    frame.mapInArrow(write_ranges, WRITTEN_DDL).collect()
+    _range_frame(spark, ranges).mapInArrow(write_ranges, WRITTEN_DDL).collect()
     Path(local_target, "_SUCCESS").touch()
     return spark.read.schema(CHANGES).parquet(target)
 

@@ -160,7 +160,7 @@ def publish_in_data_docs(warehouse: Warehouse, summary: Mapping[str, Any], page:
     site exists; the DAG's summary task adds it again after each gate rebuilt the index). Returns the index's URL."""
     warehouse.write_text(f"{warehouse.data_docs_dir}/{HISTORY}/{summary['history_id']}.html", page)
     histories = []
-    for path in sorted(warehouse.fs.glob(warehouse.fs_path(f"{warehouse.root}/{HISTORY}/*/history.json")),
+    for path in sorted(warehouse.fs.glob(warehouse.fs_path(f"{warehouse.history_dir()}/*/history.json")),
                        reverse=True):
         with warehouse.fs.open(path, "r", encoding="utf-8") as handle:
             histories.append(json.load(handle))

@@ -37,7 +37,7 @@ def previous_history(warehouse: Warehouse, cluster: str | None) -> dict[str, Any
     """The newest history (by id) of ``cluster`` in the warehouse that read a transaction, or None.
 
     Histories of other clusters, unfinished ones (no ``history.json``) and unreadable summaries are ignored."""
-    pattern = warehouse.fs_path(f"{warehouse.root}/history/*/history.json")
+    pattern = warehouse.fs_path(f"{warehouse.history_dir()}/*/history.json")
     paths = sorted(warehouse.fs.glob(pattern), key=lambda path: path.rstrip("/").split("/")[-2], reverse=True)
     for path in paths:
         try:
