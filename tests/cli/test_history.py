@@ -10,8 +10,21 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from kafka_zk_audit_testing.spark_cluster import standalone_cluster
+
 CLI = Path(sys.executable).parent / "kafka-zk-audit"
 CHROOT = "/kafka"
+
+
+def run_history(data_dir: Path, scenario, warehouse: Path, master: str) -> subprocess.CompletedProcess:
+    settings = warehouse / "settings.yaml"
+    settings.write_text("history: {min_interval: 0.9s}\n")  # the floor --min-interval defaults to
+    return subprocess.run(
+        [str(CLI), "history", "--from-files", str(data_dir), "--warehouse", str(warehouse), "--config", str(settings),
+         "--chroot", CHROOT, "--from-zxid", str(scenario.first_zxid), "--to-zxid", hex(scenario.last_zxid),
+         "--spark-master", master, "--json"],
+        capture_output=True, text=True, timeout=600,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -21,14 +34,7 @@ def history(history_files, tmp_path_factory: pytest.TempPathFactory) -> tuple[di
     warehouse = tmp_path_factory.mktemp("warehouse")
     (warehouse / "data_docs").mkdir()  # a Data Docs site, as a gate left it
     (warehouse / "data_docs" / "index.html").write_text("<html><body class=\"gx\"><h1>Data Docs</h1></body></html>")
-    settings = warehouse / "settings.yaml"
-    settings.write_text("history: {min_interval: 0.9s}\n")  # the floor --min-interval defaults to
-    proc = subprocess.run(
-        [str(CLI), "history", "--from-files", str(data_dir), "--warehouse", str(warehouse), "--config", str(settings),
-         "--chroot", CHROOT, "--from-zxid", str(scenario.first_zxid), "--to-zxid", hex(scenario.last_zxid),
-         "--spark-master", "local[2]", "--json"],
-        capture_output=True, text=True, timeout=600,
-    )
+    proc = run_history(data_dir, scenario, warehouse, "local[2]")
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout), scenario, warehouse
 
@@ -72,3 +78,25 @@ def test_the_page_is_published_in_the_data_docs_with_a_link_on_the_index(history
     index = (docs / "index.html").read_text()
     assert index.startswith('<html><body class="gx"><div id="kafka-zk-audit-history"')
     assert 'href="history/index.html"' in index and index.endswith("<h1>Data Docs</h1></body></html>")
+
+
+def _rows(path: Path, drop: tuple[str, ...] = ()) -> list[tuple]:
+    rows = pq.read_table(path).to_pylist()
+    return sorted(tuple((key, value) for key, value in row.items() if key not in drop) for row in rows)
+
+
+def test_a_standalone_master_with_two_workers_builds_the_same_tables(history, history_files, tmp_path) -> None:
+    """A cluster master: the logs are read by the executors (Spark's binaryFile source) and written by Spark."""
+    local, scenario, _ = history
+    with standalone_cluster(tmp_path / "spark", cores=1, memory="1g", workers=2) as master:
+        (tmp_path / "warehouse").mkdir()
+        proc = run_history(history_files[0], scenario, tmp_path / "warehouse", master)
+        worker_logs = [(tmp_path / "spark" / name).read_text() for name in ("worker.log", "worker2.log")]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert all("Asked to launch executor" in log for log in worker_logs)  # both workers ran the app
+    on_cluster = json.loads(proc.stdout)
+    assert on_cluster["checks"] == local["checks"] and on_cluster["txns"] == local["txns"]
+    for table in ("changes", "intervals", "controller_timeline", "leadership"):
+        ours, theirs = Path(on_cluster["path"]) / table, Path(local["path"]) / table
+        drop = ("history_id",) if "history_id" in pq.read_schema(next(theirs.glob("*.parquet"))).names else ()
+        assert _rows(ours, drop) == _rows(theirs, drop), table
