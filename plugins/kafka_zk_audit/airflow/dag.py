@@ -246,7 +246,7 @@ def build_dag(settings_path: str | None = None) -> DAG:
             print(fleet["text"])
             print(f"fleet summary: {path}")
             readiness = publish_readiness(Warehouse(warehouse), [s for s in snapshot_ids.split(",") if s])
-            from kafka_zk_audit.offline.history import link_history_in_data_docs
+            from kafka_zk_audit.report.history_index import link_history_in_data_docs
 
             link_history_in_data_docs(Warehouse(warehouse))  # the gate rebuilt the Data Docs index
             histories = histories_of_run(context["ti"])

@@ -18,7 +18,6 @@ check instead of rows.
 from __future__ import annotations
 
 import html
-import json
 import logging
 import time
 import uuid
@@ -39,11 +38,14 @@ from kafka_zk_audit.offline.intervals import (
     leadership_history,
     split_by_floor,
 )
-from kafka_zk_audit.report.data_docs import link_at_top
+from kafka_zk_audit.report.history_index import (
+    history_page_url,
+    link_history_in_data_docs,
+    write_history_index,
+)
 
 log = logging.getLogger(__name__)
 
-HISTORY = "history"
 
 
 def new_history_id(now: datetime | None = None) -> str:
@@ -147,49 +149,14 @@ def run_history(spark: SparkSession, warehouse: Warehouse, files_dir: str, *, lo
     return summary
 
 
-DATA_DOCS_LINK_ID = "kafka-zk-audit-history"
-
-
-def data_docs_history_index(warehouse: Warehouse) -> str:
-    return f"{warehouse.data_docs_dir}/{HISTORY}/index.html"
-
-
 def publish_in_data_docs(warehouse: Warehouse, summary: Mapping[str, Any], page: str) -> str:
     """The history's page inside the Data Docs site too (``<data_docs>/history/<id>.html``), an index of every
     history of the warehouse there, newest first, and a link to it at the top of the site's index page (when the
     site exists; the DAG's summary task adds it again after each gate rebuilt the index). Returns the index's URL."""
-    warehouse.write_text(f"{warehouse.data_docs_dir}/{HISTORY}/{summary['history_id']}.html", page)
-    histories = []
-    for path in sorted(warehouse.fs.glob(warehouse.fs_path(f"{warehouse.history_dir()}/*/history.json")),
-                       reverse=True):
-        with warehouse.fs.open(path, "r", encoding="utf-8") as handle:
-            histories.append(json.load(handle))
-    esc = html.escape
-    rows = "".join(
-        f"<tr><td><a href=\"{esc(h['history_id'])}.html\">{esc(h['history_id'])}</a></td>"
-        f"<td>{esc(str(h.get('cluster') or ''))}</td><td>{esc(str(h.get('first_time')))} to "
-        f"{esc(str(h.get('last_time')))}</td><td>{h.get('txns', 0):,}</td>"
-        f"<td>{sum(c.get('listed', 0) for c in h.get('checks', {}).values())}</td>"
-        f"<td>{h.get('controller_failovers', 0)}</td></tr>"
-        for h in histories)
-    index = data_docs_history_index(warehouse)
-    warehouse.write_text(index, (
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>kafka-zk-audit: histories from ZooKeeper's files"
-        "</title><style>body{font-family:sans-serif;margin:24px}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}</style></head><body>"
-        "<h1>What happened between runs: histories from ZooKeeper's files</h1>"
-        "<table><tr><th>history</th><th>cluster</th><th>window (leader's clock)</th><th>txns</th>"
-        f"<th>intervals listed</th><th>controller holders</th></tr>{rows}</table></body></html>"))
+    warehouse.write_text(history_page_url(warehouse, summary["history_id"]), page)
+    index = write_history_index(warehouse)
     link_history_in_data_docs(warehouse)
     return index
-
-
-def link_history_in_data_docs(warehouse: Warehouse) -> bool:
-    """The link to the histories at the top of the Data Docs index, when there are histories and a site."""
-    if not warehouse.exists(data_docs_history_index(warehouse)):
-        return False
-    return link_at_top(warehouse, DATA_DOCS_LINK_ID, f"{HISTORY}/index.html",
-                       "What happened between runs (histories from ZooKeeper's files)")
 
 
 def _ms(value: Any) -> str:
