@@ -127,3 +127,36 @@ def test_from_files_at_zxid_and_at_time_apply_to_the_clusters_that_read_files():
             plan_files(targets, params)
     with pytest.raises(AirflowFailException, match="give from_files, or clusters with a files: setting"):
         plan_files(default, {"at_zxid": 7})
+
+
+PRUNE = r"""
+import json, sys
+from airflow.dag_processing.dagbag import DagBag
+task = DagBag(dag_folder=sys.argv[1]).dags["kafka_zk_audit"].get_task("retention")
+print(json.dumps(task.python_callable(sys.argv[2], "", None)))
+"""
+
+
+def test_the_retention_task_takes_a_pruned_history_off_the_data_docs_list(tmp_path):
+    """The task as the DAG file defines it, on a warehouse with an old history and a new one of the same cluster:
+    the old one goes (older than retention.keep_findings_for), and so do its page and its line in the list."""
+    warehouse = tmp_path / "wh"
+    pages = warehouse / "data_docs" / "history"
+    pages.mkdir(parents=True)
+    old, new = "20250101T000000Z-0001", "20261122T000000Z-0002"
+    for history_id in (old, new):
+        (warehouse / "history" / history_id).mkdir(parents=True)
+        (warehouse / "history" / history_id / "history.json").write_text(
+            json.dumps({"history_id": history_id, "cluster": "eu", "txns": 1, "checks": {}}))
+        (pages / f"{history_id}.html").write_text("<html></html>")
+    (pages / "index.html").write_text(f'<a href="{old}.html">{old}</a><a href="{new}.html">{new}</a>')
+    env = airflow_env(airflow_home=tmp_path / "airflow",
+                      base={k: v for k, v in os.environ.items()
+                            if not k.startswith("AIRFLOW") and k != "KAFKA_ZK_AUDIT_CONFIG"})
+    proc = subprocess.run([sys.executable, "-c", PRUNE, str(REPO / "dags"), str(warehouse)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["dropped_histories"] == [old]
+    assert not (warehouse / "history" / old).exists() and not (pages / f"{old}.html").exists()
+    listed = (pages / "index.html").read_text()
+    assert f'href="{old}.html"' not in listed and f'href="{new}.html"' in listed

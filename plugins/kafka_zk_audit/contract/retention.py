@@ -9,8 +9,9 @@ killed) is removed once it is older than ``keep_snapshots_for``.
 Histories from ZooKeeper's files (``history/<history_id>/``), per cluster: the change table (the big part) goes
 once older than ``keep_snapshots_for``, the whole history (intervals, timelines, page, summary) once older than
 ``keep_findings_for``. Never pruned: each cluster's newest history (the next one starts where it ended). A history
-without its summary (an app that died) is removed once older than ``keep_snapshots_for``; a pruned history's
-Data Docs page goes with it, and the Data Docs index of histories is rewritten without it.
+without its summary (an app that died) is removed once older than ``keep_snapshots_for``. A pruned history's
+Data Docs page goes with it (the DAG's retention task then rewrites the Data Docs list of histories:
+``report.history_index``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from datetime import datetime
 from kafka_zk_audit.contract.lock import warehouse_lock
 from kafka_zk_audit.contract.settings import RetentionConfig
 from kafka_zk_audit.contract.warehouse import MANIFEST, Warehouse, ensemble_identity
-from kafka_zk_audit.report.history_index import history_index_url, history_page_url, write_history_index
 
 log = logging.getLogger(__name__)
 
@@ -188,9 +188,7 @@ def apply_retention(warehouse: Warehouse, settings: RetentionConfig, now: dateti
             warehouse.remove(f"{warehouse.history_dir(history_id)}/changes")
         for history_id in plan.drop_histories:
             warehouse.remove(warehouse.history_dir(history_id))
-            warehouse.remove(history_page_url(warehouse, history_id))
-        if plan.drop_histories and warehouse.exists(history_index_url(warehouse)):
-            write_history_index(warehouse)  # no link to a pruned history's page
+            warehouse.remove(f"{warehouse.data_docs_dir}/history/{history_id}.html")
     log.info("retention: pruned the data of %d snapshot(s) and the findings of %d, the change tables of %d "
              "histories and %d whole histories; baselines kept: %s", len(plan.drop_data), len(plan.drop_findings),
              len(plan.drop_history_changes), len(plan.drop_histories),

@@ -47,6 +47,13 @@ def write_history_index(warehouse: Warehouse) -> str:
     return index
 
 
+def refresh_history_index(warehouse: Warehouse) -> str | None:
+    """Rewrite the index of histories when there is one (after retention pruned some); returns its URL."""
+    if not warehouse.exists(history_index_url(warehouse)):
+        return None
+    return write_history_index(warehouse)
+
+
 def link_history_in_data_docs(warehouse: Warehouse) -> bool:
     """The link to the histories at the top of the Data Docs index, when there are histories and a site."""
     if not warehouse.exists(history_index_url(warehouse)):
