@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import re
 import sys
@@ -56,6 +57,9 @@ def spark():
     session = get_spark("kafka-zk-audit-tests", master="local[2]", shuffle_partitions=2)
     yield session
     session.stop()
+    # py4j closes its last connections when the interpreter exits, after pytest closed the stream its INFO line
+    # would go to ("--- Logging error ---" at the end of the run)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 @pytest.fixture(scope="session")
