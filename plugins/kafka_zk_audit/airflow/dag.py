@@ -265,12 +265,13 @@ def build_dag(settings_path: str | None = None) -> DAG:
             from kafka_zk_audit.contract.warehouse import Warehouse
 
             run_cfg = load_config(audit_config or None)
-            plan = apply_retention(Warehouse(warehouse), run_cfg.retention, datetime.now(UTC),
+            store = Warehouse(warehouse)
+            plan = apply_retention(store, run_cfg.retention, datetime.now(UTC),
                                    protect=[s for s in snapshot_ids.split(",") if s])
             if plan.drop_histories:
                 from kafka_zk_audit.report.history_index import refresh_history_index
 
-                refresh_history_index(Warehouse(warehouse))  # no link left to a pruned history's page
+                refresh_history_index(store)  # no link left to a pruned history's page
             return {"dropped_data": plan.drop_data, "dropped_findings": plan.drop_findings,
                     "baselines": plan.kept_baselines, "dropped_history_changes": plan.drop_history_changes,
                     "dropped_histories": plan.drop_histories}

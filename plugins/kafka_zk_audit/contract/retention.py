@@ -188,7 +188,7 @@ def apply_retention(warehouse: Warehouse, settings: RetentionConfig, now: dateti
             warehouse.remove(f"{warehouse.history_dir(history_id)}/changes")
         for history_id in plan.drop_histories:
             warehouse.remove(warehouse.history_dir(history_id))
-            warehouse.remove(f"{warehouse.data_docs_dir}/history/{history_id}.html")
+            warehouse.remove(warehouse.history_page(history_id))
     log.info("retention: pruned the data of %d snapshot(s) and the findings of %d, the change tables of %d "
              "histories and %d whole histories; baselines kept: %s", len(plan.drop_data), len(plan.drop_findings),
              len(plan.drop_history_changes), len(plan.drop_histories),

@@ -105,6 +105,10 @@ class Warehouse:
     def data_docs_index(self) -> str:
         return f"{self.data_docs_dir}/index.html"
 
+    def history_page(self, history_id: str | None = None) -> str:
+        """A history's page inside the Data Docs site; without an id, the site's list of histories."""
+        return f"{self.data_docs_dir}/history/{history_id or 'index'}.html"
+
     def manifest_path(self, snapshot_id: str) -> str:
         return f"{self.snapshot_dir(snapshot_id)}/{MANIFEST}"
 

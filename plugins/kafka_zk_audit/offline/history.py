@@ -38,14 +38,9 @@ from kafka_zk_audit.offline.intervals import (
     leadership_history,
     split_by_floor,
 )
-from kafka_zk_audit.report.history_index import (
-    history_page_url,
-    link_history_in_data_docs,
-    write_history_index,
-)
+from kafka_zk_audit.report.history_index import link_history_in_data_docs, write_history_index
 
 log = logging.getLogger(__name__)
-
 
 
 def new_history_id(now: datetime | None = None) -> str:
@@ -153,7 +148,7 @@ def publish_in_data_docs(warehouse: Warehouse, summary: Mapping[str, Any], page:
     """The history's page inside the Data Docs site too (``<data_docs>/history/<id>.html``), an index of every
     history of the warehouse there, newest first, and a link to it at the top of the site's index page (when the
     site exists; the DAG's summary task adds it again after each gate rebuilt the index). Returns the index's URL."""
-    warehouse.write_text(history_page_url(warehouse, summary["history_id"]), page)
+    warehouse.write_text(warehouse.history_page(summary["history_id"]), page)
     index = write_history_index(warehouse)
     link_history_in_data_docs(warehouse)
     return index

@@ -9,16 +9,7 @@ import json
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.report.data_docs import link_at_top
 
-HISTORY = "history"
 DATA_DOCS_LINK_ID = "kafka-zk-audit-history"
-
-
-def history_index_url(warehouse: Warehouse) -> str:
-    return f"{warehouse.data_docs_dir}/{HISTORY}/index.html"
-
-
-def history_page_url(warehouse: Warehouse, history_id: str) -> str:
-    return f"{warehouse.data_docs_dir}/{HISTORY}/{history_id}.html"
 
 
 def write_history_index(warehouse: Warehouse) -> str:
@@ -36,7 +27,7 @@ def write_history_index(warehouse: Warehouse) -> str:
         f"<td>{sum(c.get('listed', 0) for c in h.get('checks', {}).values())}</td>"
         f"<td>{h.get('controller_failovers', 0)}</td></tr>"
         for h in histories)
-    index = history_index_url(warehouse)
+    index = warehouse.history_page()
     warehouse.write_text(index, (
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>kafka-zk-audit: histories from ZooKeeper's files"
         "</title><style>body{font-family:sans-serif;margin:24px}table{border-collapse:collapse}"
@@ -49,14 +40,14 @@ def write_history_index(warehouse: Warehouse) -> str:
 
 def refresh_history_index(warehouse: Warehouse) -> str | None:
     """Rewrite the index of histories when there is one (after retention pruned some); returns its URL."""
-    if not warehouse.exists(history_index_url(warehouse)):
+    if not warehouse.exists(warehouse.history_page()):
         return None
     return write_history_index(warehouse)
 
 
 def link_history_in_data_docs(warehouse: Warehouse) -> bool:
     """The link to the histories at the top of the Data Docs index, when there are histories and a site."""
-    if not warehouse.exists(history_index_url(warehouse)):
+    if not warehouse.exists(warehouse.history_page()):
         return False
-    return link_at_top(warehouse, DATA_DOCS_LINK_ID, f"{HISTORY}/index.html",
+    return link_at_top(warehouse, DATA_DOCS_LINK_ID, "history/index.html",
                        "What happened between runs (histories from ZooKeeper's files)")
