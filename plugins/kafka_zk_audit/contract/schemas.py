@@ -2,7 +2,13 @@
 
 Every normalized table carries ``path`` (the znode the row comes from), ``mzxid`` and ``ctime``
 (epoch ms) so a finding can always point at its evidence. Tables are written under
-``<warehouse>/tables/<table>/snapshot_id=<id>/``; the ``snapshot_id`` column is added on write.
+``<warehouse>/tables/<table>/snapshot_id=<id>/``.
+
+The audit is keyed by snapshot: in Spark every frame of the audit (the snapshot, each normalized table,
+check rows, findings, readiness rows) carries ``snapshot_id`` (``KEY``) as its first column, and every
+join, aggregation and window includes it, so one plan audits any number of snapshots. ``keyed(schema)``
+is a schema with the key in front; the schemas below without it are what a table's files hold (the key
+is the ``snapshot_id=<id>`` folder).
 """
 
 from __future__ import annotations
@@ -28,6 +34,16 @@ def _struct(*fields: tuple[str, object]) -> StructType:
 
 
 ORIGIN = (("path", S), ("mzxid", L), ("ctime", L))
+
+# The key of every frame of the audit: which snapshot a row belongs to.
+KEY = "snapshot_id"
+
+
+def keyed(schema: StructType) -> StructType:
+    """The schema with the snapshot key in front (as the audit's frames carry it)."""
+    if schema.names[:1] == [KEY]:
+        return schema
+    return StructType([StructField(KEY, StringType(), True), *schema.fields])
 
 # One row per znode, as read from ZooKeeper (the snapshot's Parquet files).
 SNAPSHOT = _struct(

@@ -22,7 +22,9 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from kafka_zk_audit.audit.checks import CHECK_FUNCTIONS, run_checks
 from kafka_zk_audit.audit.normalize import normalize
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
-from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, SNAPSHOT, TABLES
+from kafka_zk_audit.audit.checks.common import BASELINE_ID
+from kafka_zk_audit.audit.params import params_frame
+from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, KEY, SNAPSHOT, TABLES, keyed
 from kafka_zk_audit.contract.settings import load_config, parse_config
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.snapshot.connection import ZkSettings
@@ -35,6 +37,7 @@ pytestmark = pytest.mark.spark
 NOW = 1_800_000_000_000  # the snapshot's start time, epoch ms
 MINUTE, HOUR, DAY = 60_000, 3_600_000, 86_400_000
 PREVIOUS_SNAPSHOT = "20261122T050000Z"
+SNAPSHOT_KEY = "20261122T060000Z"  # the snapshot_id of the test frames
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -51,9 +54,12 @@ def make_tables(spark: SparkSession, rows: dict[str, list[dict[str, Any]]]) -> d
 
 
 def make_frame(spark: SparkSession, name: str, rows: list[dict[str, Any]]) -> DataFrame:
-    """One TABLES table from dict rows (missing columns null)."""
-    schema = TABLES[name]
+    """One TABLES table from dict rows (missing columns null), keyed: snapshot_id SNAPSHOT_KEY unless a row names
+    its own."""
+    schema = keyed(TABLES[name])
     records = [{column: row.get(column) for column in schema.names} for row in rows]
+    for record in records:
+        record[KEY] = record[KEY] or SNAPSHOT_KEY
     return spark.createDataFrame(pa.Table.from_pylist(records, schema=to_arrow_schema(schema)))
 
 
@@ -320,8 +326,13 @@ def broken_previous_rows() -> dict[str, list]:
 
 
 def with_snapshot_id(tables: dict[str, DataFrame], snapshot_id: str) -> dict[str, DataFrame]:
-    """Tables as read back from the warehouse: with their snapshot_id column."""
-    return {name: frame.withColumn("snapshot_id", F.lit(snapshot_id)) for name, frame in tables.items()}
+    """Tables as the baseline of the snapshot they are keyed by: with the baseline's id (baseline_snapshot_id)."""
+    return {name: frame.withColumn(BASELINE_ID, F.lit(snapshot_id)) for name, frame in tables.items()}
+
+
+def params_of(spark: SparkSession, config: Any, now_ms: int, snapshot_id: str = "") -> DataFrame:
+    """The PARAMS row of one test snapshot (SNAPSHOT_KEY unless named)."""
+    return params_frame(spark, {snapshot_id or SNAPSHOT_KEY: (config, now_ms)})
 
 
 BROKEN_CONFIG = {"notification_backlog": {"max_children": 2}}
@@ -414,10 +425,10 @@ def results(small_data_spark: SparkSession) -> dict[str, list[tuple]]:
     broken_before = with_snapshot_id(make_tables(spark, broken_previous_rows()), PREVIOUS_SNAPSHOT)
     # One action per cluster: a union of both plans would cost more to plan than the two runs.
     return {
-        **collect_by_label({"healthy": run_checks(healthy, healthy, load_config(None), NOW)}),
+        **collect_by_label({"healthy": run_checks(healthy, healthy, params_of(spark, load_config(None), NOW))}),
         **collect_by_label({
-            "broken": run_checks(broken, broken_before, parse_config(BROKEN_CONFIG), NOW),
-            "broken_no_baseline": run_checks(broken, None, parse_config(BROKEN_CONFIG), NOW, check_ids=(
+            "broken": run_checks(broken, broken_before, params_of(spark, parse_config(BROKEN_CONFIG), NOW)),
+            "broken_no_baseline": run_checks(broken, None, params_of(spark, parse_config(BROKEN_CONFIG), NOW), check_ids=(
                 "leader_epoch_regressed", "controller_epoch_regressed", "offset_regressed",
             )),
         }),

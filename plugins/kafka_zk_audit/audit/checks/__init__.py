@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
 from functools import reduce
 
 from pyspark.sql import DataFrame
 
 from kafka_zk_audit.audit.checks import admin, brokers_topics, consumers, controller, migration, partitions, znodes
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
-from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, TABLES
-from kafka_zk_audit.contract.settings import AuditConfig
+from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, TABLES, keyed
 
 CHECK_FUNCTIONS: dict[str, Callable[..., DataFrame]] = {
     # Partitions and replicas
@@ -74,20 +72,16 @@ CHECK_FUNCTIONS: dict[str, Callable[..., DataFrame]] = {
 
 @dataclass(frozen=True)
 class CheckInputs:
-    """Everything a check may need: this snapshot's tables, the previous one's, settings, snapshot time."""
+    """Everything a check may need, keyed by snapshot: the tables, their baselines' tables (keyed by the snapshot
+    they are the baseline of; None when no snapshot has one) and each snapshot's parameters (audit.params)."""
 
     tables: Mapping[str, DataFrame]
     previous: Mapping[str, DataFrame] | None
-    config: AuditConfig
-    now_ms: int
+    params: DataFrame
 
     def before(self, table: str) -> DataFrame | None:
         """The previous snapshot's table, or None without a baseline (or without that table)."""
         return None if self.previous is None else self.previous.get(table)
-
-
-def _ms(duration: timedelta) -> int:
-    return int(duration.total_seconds() * 1000)
 
 
 _CALLS: dict[str, Callable[[CheckInputs], DataFrame]] = {
@@ -125,11 +119,9 @@ _CALLS: dict[str, Callable[[CheckInputs], DataFrame]] = {
         i.tables["controller_epoch"], i.before("controller_epoch")
     ),
     "migration_dual_write_stalled": lambda i: migration.migration_dual_write_stalled(
-        i.tables["migration"], i.tables["controller"], i.now_ms, _ms(i.config.migration.dual_write_stale_after)
+        i.tables["migration"], i.tables["controller"], i.params
     ),
-    "migration_stuck": lambda i: migration.migration_stuck(
-        i.tables["migration"], i.tables["controller"], i.now_ms, _ms(i.config.migration.load_stuck_after)
-    ),
+    "migration_stuck": lambda i: migration.migration_stuck(i.tables["migration"], i.tables["controller"], i.params),
     "migration_crash_loop": lambda i: migration.migration_crash_loop(
         i.tables["migration"], i.tables["controller"], i.before("migration"), i.before("controller")
     ),
@@ -148,23 +140,14 @@ _CALLS: dict[str, Callable[[CheckInputs], DataFrame]] = {
         i.tables["topics"], i.tables["configs"], i.tables["partition_states"], i.tables["consumer_owners"],
         i.tables["consumer_offsets"],
     ),
-    "delete_topic_stuck": lambda i: admin.delete_topic_stuck(
-        i.tables["admin_markers"], i.tables["topics"], i.now_ms, _ms(i.config.sla.delete_topic)
-    ),
+    "delete_topic_stuck": lambda i: admin.delete_topic_stuck(i.tables["admin_markers"], i.tables["topics"], i.params),
     "delete_marker_orphaned": lambda i: admin.delete_marker_orphaned(i.tables["admin_markers"], i.tables["topics"]),
-    "reassignment_stuck": lambda i: admin.reassignment_stuck(
-        i.tables["admin_markers"], i.now_ms, _ms(i.config.sla.reassignment)
-    ),
+    "reassignment_stuck": lambda i: admin.reassignment_stuck(i.tables["admin_markers"], i.params),
     "reassignment_invalid": lambda i: admin.reassignment_invalid(
         i.tables["admin_markers"], i.tables["assignments"], i.tables["brokers"], i.tables["controller"]
     ),
-    "preferred_election_stuck": lambda i: admin.preferred_election_stuck(
-        i.tables["admin_markers"], i.now_ms, _ms(i.config.sla.preferred_election)
-    ),
-    "notification_backlog": lambda i: admin.notification_backlog(
-        i.tables["notifications"], i.now_ms, i.config.notification_backlog.max_children,
-        _ms(i.config.notification_backlog.max_age),
-    ),
+    "preferred_election_stuck": lambda i: admin.preferred_election_stuck(i.tables["admin_markers"], i.params),
+    "notification_backlog": lambda i: admin.notification_backlog(i.tables["notifications"], i.params),
     "owner_not_registered": lambda i: consumers.owner_not_registered(
         i.tables["consumer_owners"], i.tables["consumer_registrations"]
     ),
@@ -198,15 +181,14 @@ def run_check(check_id: str, inputs: CheckInputs) -> DataFrame:
 def run_checks(
     tables: Mapping[str, DataFrame],
     previous: Mapping[str, DataFrame] | None,
-    config: AuditConfig,
-    now_ms: int,
+    params: DataFrame,
     check_ids: tuple[str, ...] = CHECK_IDS,
 ) -> DataFrame:
-    """Every check (or the given ids) over this snapshot, as one CHECK_OUTPUT DataFrame."""
+    """Every check (or the given ids) over every snapshot of the tables, as one keyed CHECK_OUTPUT DataFrame."""
     missing = [name for name in TABLES if name not in tables]
     if missing:
         raise ValueError(f"run_checks needs every normalized table; missing: {', '.join(missing)}")
-    inputs = CheckInputs(tables=tables, previous=previous, config=config, now_ms=int(now_ms))
-    columns = [field.name for field in CHECK_OUTPUT.fields]
+    inputs = CheckInputs(tables=tables, previous=previous, params=params)
+    columns = keyed(CHECK_OUTPUT).names
     outputs = [run_check(check_id, inputs).select(*columns) for check_id in check_ids]
     return reduce(DataFrame.unionByName, outputs)

@@ -1,11 +1,16 @@
-"""Shared building blocks of the checks: the output shape and the evidence formatting."""
+"""Shared building blocks of the checks: the output shape, the evidence formatting and per-snapshot facts.
+
+Every frame is keyed by ``snapshot_id`` (``KEY``): a check's output keeps its rows' key, and a fact about
+a whole snapshot (its registered brokers, whether a KRaft controller holds /controller) is one row per
+snapshot, attached to rows with a left join on the key and a default for snapshots without any.
+"""
 
 from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from kafka_zk_audit.contract.schemas import CHECK_OUTPUT
+from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, KEY
 
 ColumnLike = Column | str | None
 
@@ -28,8 +33,8 @@ def to_output(
     broker_id: ColumnLike = None,
     explained: Column | None = None,
 ) -> DataFrame:
-    """The rows of a check as CHECK_OUTPUT: check id, subject (null when not given), path, detail, and
-    whether the row is explained (a known, harmless cause; default False)."""
+    """The rows of a check as keyed CHECK_OUTPUT: snapshot key, check id, subject (null when not given), path,
+    detail, and whether the row is explained (a known, harmless cause; default False)."""
     values = {
         "check_id": F.lit(check_id),
         "topic": _column(topic),
@@ -40,7 +45,7 @@ def to_output(
         "detail": detail,
         "explained": F.coalesce(explained, F.lit(False)) if explained is not None else F.lit(False),
     }
-    return rows.select(*[values[f.name].cast(f.dataType).alias(f.name) for f in CHECK_OUTPUT.fields])
+    return rows.select(F.col(KEY), *[values[f.name].cast(f.dataType).alias(f.name) for f in CHECK_OUTPUT.fields])
 
 
 def empty_output(like: DataFrame, check_id: str) -> DataFrame:
@@ -89,16 +94,26 @@ def duration(milliseconds: ColumnLike) -> Column:
     return F.coalesce(F.nullif(F.concat_ws(" ", *parts), F.lit("")), F.lit("0s"))
 
 
+BASELINE_ID = "baseline_snapshot_id"
+
+
 def previous_snapshot(previous: DataFrame) -> Column:
-    """' <id>' when the previous table carries its snapshot_id column, else '' (for detail sentences)."""
-    if "snapshot_id" in previous.columns:
-        return F.concat(F.lit(" "), F.coalesce(previous["snapshot_id"].cast("string"), F.lit("?")))
+    """' <id>' when the previous table carries its baseline's id (``baseline_snapshot_id``), else '' (for detail
+    sentences). A previous table is keyed by the snapshot it is the baseline of (see ``audit.baseline``)."""
+    if BASELINE_ID in previous.columns:
+        return F.concat(F.lit(" "), F.coalesce(previous[BASELINE_ID].cast("string"), F.lit("?")))
     return F.lit("")
 
 
 def registered_broker_ids(brokers: DataFrame) -> DataFrame:
-    """One row, column registered_brokers: the array of every broker id under /brokers/ids."""
-    return brokers.agg(F.collect_set("broker_id").alias("registered_brokers"))
+    """One row per snapshot with a broker: (snapshot_id, registered_brokers), every broker id under /brokers/ids."""
+    return brokers.groupBy(KEY).agg(F.collect_set("broker_id").alias("registered_brokers"))
+
+
+def with_registered_brokers(rows: DataFrame, brokers: DataFrame) -> DataFrame:
+    """The rows with column registered_brokers: their snapshot's broker ids (empty when it has none)."""
+    return rows.join(registered_broker_ids(brokers), KEY, "left").withColumn(
+        "registered_brokers", F.coalesce(F.col("registered_brokers"), empty_ints()))
 
 
 def instant(epoch_ms: ColumnLike) -> Column:
@@ -114,9 +129,16 @@ def kraft_controller() -> Column:
 
 
 def kraft_migration(controller: DataFrame) -> DataFrame:
-    """One row, column kraft_migration: whether a KRaft controller holds /controller.
+    """One row per snapshot with a /controller row: (snapshot_id, kraft_migration), whether a KRaft controller
+    holds /controller.
 
     Brokers already restarted in KRaft mode are then alive but never in /brokers/ids, so the checks
     that take /brokers/ids for the live brokers cannot tell a dead broker from a KRaft one.
     """
-    return controller.agg(F.coalesce(F.max(kraft_controller()), F.lit(False)).alias("kraft_migration"))
+    return controller.groupBy(KEY).agg(F.coalesce(F.max(kraft_controller()), F.lit(False)).alias("kraft_migration"))
+
+
+def with_kraft_migration(rows: DataFrame, controller: DataFrame) -> DataFrame:
+    """The rows with column kraft_migration of their snapshot (False when it has no /controller)."""
+    return rows.join(kraft_migration(controller), KEY, "left").withColumn(
+        "kraft_migration", F.coalesce(F.col("kraft_migration"), F.lit(False)))
