@@ -14,12 +14,19 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from kafka_zk_audit.audit.audit_tables import ENTITY_KEYS, build_audit_tables, entity_checks
 from kafka_zk_audit.contract.catalogue import BY_ID, ENTITIES
-from kafka_zk_audit.contract.schemas import FINDINGS
-from tests.audit.checks.test_checks import EXPECTED_BROKEN, broken_rows, healthy_rows, make_tables, small_data_settings
+from kafka_zk_audit.contract.schemas import FINDINGS, KEY
+from tests.audit.checks.test_checks import (
+    EXPECTED_BROKEN,
+    SNAPSHOT_KEY,
+    broken_rows,
+    healthy_rows,
+    make_tables,
+    small_data_settings,
+)
 
 pytestmark = pytest.mark.spark
 
-SNAPSHOT = "20261122T060000Z"
+SNAPSHOT = SNAPSHOT_KEY
 # The offsets of delta went back because delta was recreated: an explained (info) finding.
 EXPLAINED = ("offset_regressed", "delta", 0, "g1", None, "/consumers/g1/offsets/delta/0")
 
@@ -50,10 +57,11 @@ def audit(small_data_spark: SparkSession) -> dict[str, Any]:
     ])
     healthy = make_tables(spark, healthy_rows())
     nothing = make_tables(spark, {})
+    snapshots = spark.createDataFrame([(SNAPSHOT,)], f"{KEY} string")
     worlds = {
-        "broken": build_audit_tables(broken, findings),
-        "healthy": build_audit_tables(healthy, _findings(spark, [])),
-        "no_controller": build_audit_tables(nothing, _findings(spark, [
+        "broken": build_audit_tables(broken, findings, snapshots),
+        "healthy": build_audit_tables(healthy, _findings(spark, []), snapshots),
+        "no_controller": build_audit_tables(nothing, snapshots=snapshots, findings=_findings(spark, [
             {"snapshot_id": SNAPSHOT, "check_id": "controller_missing", "severity": "critical",
              "path": "/controller", "detail": "no /controller znode", "first_seen": SNAPSHOT, "status": "new"},
         ])),
@@ -62,8 +70,10 @@ def audit(small_data_spark: SparkSession) -> dict[str, Any]:
     union = None
     for world, tables in worlds.items():
         for entity, table in tables.items():
-            lines = table.select(F.lit(world).alias("world"), F.lit(entity).alias("entity"),
-                                 F.to_json(F.struct(*table.columns)).alias("row"))
+            assert table.columns[0] == KEY  # keyed; the rows below are compared without their key
+            lines = table.where(F.col(KEY) == SNAPSHOT).select(
+                F.lit(world).alias("world"), F.lit(entity).alias("entity"),
+                F.to_json(F.struct(*table.columns[1:])).alias("row"))
             union = lines if union is None else union.unionByName(lines)
     assert union is not None
     collected = union.collect() + [(None, "findings", json.dumps(r.asDict())) for r in findings.collect()]

@@ -12,8 +12,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
+from kafka_zk_audit.audit.batch import Batch, BatchSnapshot
 from kafka_zk_audit.audit.findings import finalize_findings
-from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, FINDINGS
+from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, FINDINGS, KEY, keyed
 from kafka_zk_audit.contract.settings import parse_config
 from tests.audit.checks.test_checks import small_data_settings
 
@@ -86,28 +87,66 @@ def small_data_spark(spark: SparkSession) -> Iterator[SparkSession]:
         yield spark
 
 
+def batch(*snapshots: tuple[str, Any, str | None]) -> Batch:
+    """A batch of (snapshot id, settings, baseline id) of one cluster."""
+    return Batch(tuple(BatchSnapshot(sid, "payments", config, 0, baseline) for sid, config, baseline in snapshots))
+
+
+def raw_of(spark: SparkSession, snapshot_id: str, rows: list[dict[str, Any]]) -> DataFrame:
+    return frame(spark, keyed(CHECK_OUTPUT), [{KEY: snapshot_id, **row} for row in rows])
+
+
+def stored(spark: SparkSession, rows: list[dict[str, Any]], of: str) -> DataFrame:
+    """Stored findings rows as the baseline of snapshot ``of`` (keyed by it)."""
+    return frame(spark, FINDINGS, [{**row, KEY: of} for row in rows])
+
+
+def rows_of(frame_: DataFrame) -> list[dict[str, Any]]:
+    return [row.asDict() for row in frame_.collect()]
+
+
 @pytest.fixture(scope="module")
 def finalized(small_data_spark: SparkSession) -> dict[str, Any]:
     spark = small_data_spark
-    raw = frame(spark, CHECK_OUTPUT, CURRENT)
-    with_history = finalize_findings(raw, S2, frame(spark, FINDINGS, PREVIOUS), CONFIG)
-    first_run = finalize_findings(raw, S2, None, CONFIG)
+    raw = raw_of(spark, S2, CURRENT)
+    with_history = finalize_findings(raw, batch((S2, CONFIG, S1)), stored(spark, PREVIOUS, S2))
+    first_run = finalize_findings(raw, batch((S2, CONFIG, None)), None)
     # The next run, the suppressions lifted: its history is the findings and the suppressed history of S2.
-    history = with_history.findings.unionByName(with_history.suppressed)
-    lifted = finalize_findings(raw, S3, history, parse_config({}))
+    history = rows_of(with_history.findings) + rows_of(with_history.suppressed)
+    lifted = finalize_findings(raw_of(spark, S3, CURRENT), batch((S3, parse_config({}), S2)),
+                               stored(spark, history, S3))
+    # The same two runs in one batch: S3's baseline S2 is in the batch (a reaudit's chain).
+    chained = finalize_findings(raw.unionByName(raw_of(spark, S3, CURRENT)),
+                                Batch((BatchSnapshot(S2, "payments", CONFIG, 0, S1),
+                                       BatchSnapshot(S3, "payments", parse_config({}), 0, S2))),
+                                stored(spark, PREVIOUS, S2))
     out = {
         "columns": with_history.findings.columns,
-        "rows": [row.asDict() for row in with_history.findings.collect()],
-        "suppressed": [row.asDict() for row in with_history.suppressed.collect()],
-        "stats": with_history.stats,
-        "first_rows": [row.asDict() for row in first_run.findings.collect()],
-        "first_stats": first_run.stats,
-        "lifted_rows": [row.asDict() for row in lifted.findings.collect()],
-        "lifted_stats": lifted.stats,
+        "rows": rows_of(with_history.findings),
+        "suppressed": rows_of(with_history.suppressed),
+        "stats": with_history.stats[S2],
+        "first_rows": rows_of(first_run.findings),
+        "first_stats": first_run.stats[S2],
+        "lifted_rows": rows_of(lifted.findings),
+        "lifted_stats": lifted.stats[S3],
+        "chained_rows": rows_of(chained.findings),
+        "chained_suppressed": rows_of(chained.suppressed),
+        "chained_stats": chained.stats,
     }
-    for finalized in (with_history, first_run, lifted):
+    for finalized in (with_history, first_run, lifted, chained):
         finalized.unpersist()
     return out
+
+
+def test_a_batch_finalizes_each_snapshot_as_one_after_the_other(finalized: dict[str, Any]) -> None:
+    """S2 and S3 (whose baseline S2 is in the batch) finalized together equal S2, then S3 on S2's stored rows."""
+    def key(row: dict[str, Any]) -> str:
+        return repr(sorted(row.items()))
+
+    assert sorted(finalized["chained_rows"], key=key) == sorted(finalized["rows"] + finalized["lifted_rows"], key=key)
+    assert sorted(finalized["chained_suppressed"], key=key) == sorted(finalized["suppressed"], key=key)
+    assert finalized["chained_stats"] == {S2: finalized["stats"], S3: finalized["lifted_stats"]}
+    assert {row["cluster"] for row in finalized["chained_rows"]} == {"payments"}
 
 
 def _by_subject(rows: list[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:

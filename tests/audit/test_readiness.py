@@ -19,11 +19,12 @@ from typing import Any
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit.checks.migration import migration_phase
 from kafka_zk_audit.audit.checks.readiness import node_ids, run_readiness
 from kafka_zk_audit.audit.normalize import normalize
-from kafka_zk_audit.contract.schemas import READINESS, SNAPSHOT
+from kafka_zk_audit.contract.schemas import KEY, READINESS, SNAPSHOT
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit_testing.simulator import ClusterSpec, Planted, Simulator
 from kafka_zk_audit_testing.simulator.readiness_plants import (
@@ -118,14 +119,19 @@ _chroots = itertools.count()
 
 @dataclass
 class Audited:
-    """One snapshot of a simulated cluster: its manifest and normalized tables, and what the simulator put in."""
+    """One snapshot of a simulated cluster: its id, manifest, keyed normalized tables and raw frame."""
 
+    snapshot_id: str
     manifest: dict[str, Any]
     tables: dict[str, DataFrame]
     snapshot: DataFrame
 
     def readiness(self, target: str) -> list[dict[str, Any]]:
-        return [row.asDict() for row in run_readiness(self.tables, self.snapshot, self.manifest, target).collect()]
+        """The snapshot's readiness rows at ``target``, without their key (checked to be this snapshot's)."""
+        rows = [row.asDict() for row in run_readiness(
+            self.tables, self.snapshot, {self.snapshot_id: (self.manifest, target)}).collect()]
+        assert {row.pop(KEY) for row in rows} <= {self.snapshot_id}
+        return rows
 
     def first_row(self, table: str) -> dict[str, Any] | None:
         rows = self.tables[table].collect()
@@ -136,10 +142,12 @@ class Audited:
 def snapshotted(spark: SparkSession, zk_hosts: str, chroot: str, warehouse: Warehouse,
                 snapshot_id: str) -> Iterator[Audited]:
     manifest = take_snapshot(zk_hosts, chroot, warehouse, snapshot_id)
-    raw = spark.read.schema(SNAPSHOT).parquet(warehouse.snapshot_dir(snapshot_id)).localCheckpoint()
+    raw = spark.read.schema(SNAPSHOT).parquet(warehouse.snapshot_dir(snapshot_id)).select(
+        F.lit(snapshot_id).alias(KEY), "*").localCheckpoint()
     tables = normalize(raw)
     try:
-        yield Audited(manifest, {name: t.coalesce(1).localCheckpoint(eager=False) for name, t in tables.items()}, raw)
+        yield Audited(snapshot_id, manifest,
+                      {name: t.coalesce(1).localCheckpoint(eager=False) for name, t in tables.items()}, raw)
     finally:
         tables.release()
 
@@ -274,6 +282,11 @@ class Phase:
     now_ms: int
 
 
+def unkeyed(frame: DataFrame) -> list[dict[str, Any]]:
+    """A table's rows without their snapshot key (to rebuild them under one test key)."""
+    return [{name: value for name, value in row.asDict().items() if name != KEY} for row in frame.collect()]
+
+
 STEPS = ("waiting_for_brokers", "initial_load", "initial_load_restarted", "dual_write", "dual_write_back",
          "reverted")
 PHASE_OF_STEP = {"initial_load_restarted": "initial_load", "dual_write_back": "dual_write"}
@@ -307,8 +320,8 @@ def migration_phases(tuned_spark: SparkSession, zk_server: Any, tmp_path_factory
                 phase = migration_phase(audited.first_row("migration"), audited.first_row("controller"))
                 now_ms = int(datetime.fromisoformat(audited.manifest["started_at"]).timestamp() * 1000)
                 results[label] = Phase(phase, found_rows(audited.readiness("3.9")), expected_rows(conditions, "3.9"),
-                                       [r.asDict() for r in audited.tables["migration"].collect()],
-                                       [r.asDict() for r in audited.tables["controller"].collect()], now_ms)
+                                       unkeyed(audited.tables["migration"]), unkeyed(audited.tables["controller"]),
+                                       now_ms)
     return results
 
 
@@ -325,6 +338,7 @@ def test_migration_health_checks_between_the_snapshots(tuned_spark: SparkSession
     limits of 0 ms make every stalled or stuck state count."""
     from kafka_zk_audit.audit.checks import migration
     from tests.audit.checks.test_checks import collect_by_label, make_frame
+    from tests.audit.checks.test_scenarios import params
 
     def frames(step: str) -> tuple[DataFrame, DataFrame]:
         phase = migration_phases[step]
@@ -335,8 +349,9 @@ def test_migration_health_checks_between_the_snapshots(tuned_spark: SparkSession
     for index, step in enumerate(STEPS):
         now, (m, c) = migration_phases[step].now_ms, frames(step)
         before_m, before_c = frames(STEPS[index - 1]) if index else (None, None)
-        checks[f"{step} stalled"] = migration.migration_dual_write_stalled(m, c, now, 0)
-        checks[f"{step} stuck"] = migration.migration_stuck(m, c, now, 0)
+        limits = params(tuned_spark, now, dual_write_stale_after_ms=0, load_stuck_after_ms=0)
+        checks[f"{step} stalled"] = migration.migration_dual_write_stalled(m, c, limits)
+        checks[f"{step} stuck"] = migration.migration_stuck(m, c, limits)
         checks[f"{step} crash_loop"] = migration.migration_crash_loop(m, c, before_m, before_c)
         checks[f"{step} rolled_back"] = migration.migration_rolled_back(m, c, before_m, before_c)
         checks[f"{step} offset_regressed"] = migration.migration_offset_regressed(m, before_m)

@@ -13,8 +13,8 @@ import pytest
 from kazoo.client import KazooClient
 from pyspark.sql import functions as F
 
+from kafka_zk_audit.audit.job import read_snapshots
 from kafka_zk_audit.audit.normalize import normalize
-from kafka_zk_audit.contract.schemas import SNAPSHOT
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.snapshot.connection import ZkSettings
 from kafka_zk_audit.snapshot.walker import SnapshotOptions, write_snapshot
@@ -49,7 +49,7 @@ def snapshot_of(zk_server, chroot: str, warehouse: Warehouse, snapshot_id: str, 
     finally:
         client.stop()
         client.close()
-    return manifest, spark.read.schema(SNAPSHOT).parquet(warehouse.snapshot_dir(snapshot_id))
+    return manifest, read_snapshots(spark, warehouse, [snapshot_id])
 
 
 def test_every_era_normalizes_to_its_encodings(zk_server, zk_chroot, spark, tmp_path):

@@ -4,6 +4,10 @@ Each column is named exactly after its check id and is True when the findings ho
 row's subject (so the gate and the findings can never disagree), unless the finding is explained: the
 expectation for every such column is "all False". Rows are the entity's own rows plus any finding
 subject that has none, so a failing row always names its topic / partition / group / broker / znode.
+
+Keyed like every frame of the audit: each table holds the rows of every snapshot of the batch, its subjects
+grouped within their snapshot; the controller table has exactly one row per snapshot of ``snapshots`` (a
+frame of their keys), and the znodes table a placeholder row for a snapshot without a malformed znode.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, MapType, StructType
 
 from kafka_zk_audit.contract.catalogue import CHECK_IDS, CHECKS, ENTITIES
-from kafka_zk_audit.contract.schemas import INDEX_COLUMNS
+from kafka_zk_audit.contract.schemas import INDEX_COLUMNS, KEY
 
 # The subject columns that identify a row of each entity (compared null-safely with the findings').
 ENTITY_KEYS: dict[str, tuple[str, ...]] = {
@@ -37,22 +41,22 @@ def entity_checks(entity: str) -> tuple[str, ...]:
 def _entity_rows(entity: str, tables: dict[str, DataFrame]) -> DataFrame:
     """The entity's own rows: its key columns plus a few evidence columns (and path)."""
     if entity == "partitions":
-        return tables["partitions"].select("topic", "partition", "leader", "isr", "replicas", "path")
+        return tables["partitions"].select(KEY, "topic", "partition", "leader", "isr", "replicas", "path")
     if entity == "topics":
-        return tables["topics"].select("topic", "partition_count", "path")
+        return tables["topics"].select(KEY, "topic", "partition_count", "path")
     if entity == "brokers":
-        return tables["brokers"].select("broker_id", "host", "port", "is_ephemeral", "path")
+        return tables["brokers"].select(KEY, "broker_id", "host", "port", "is_ephemeral", "path")
     if entity == "admin":
-        return tables["admin_markers"].select("path", "topic", "partition", "kind", "replicas", "ctime")
+        return tables["admin_markers"].select(KEY, "path", "topic", "partition", "kind", "replicas", "ctime")
     if entity == "consumer_owners":
-        return tables["consumer_owners"].groupBy("group_id", "topic", "partition").agg(
+        return tables["consumer_owners"].groupBy(KEY, "group_id", "topic", "partition").agg(
             F.array_join(F.array_sort(F.collect_list("owner")), ", ").alias("owners"),
             F.min("path").alias("path"),
         )
     if entity == "offsets":
-        return tables["consumer_offsets"].select("group_id", "topic", "partition", "path", "offset", "raw")
+        return tables["consumer_offsets"].select(KEY, "group_id", "topic", "partition", "path", "offset", "raw")
     if entity == "znodes":
-        return tables["malformed_znodes"].select("path", "kind", "reason")
+        return tables["malformed_znodes"].select(KEY, "path", "kind", "reason")
     raise ValueError(f"no audit rows defined for entity {entity!r}")
 
 
@@ -75,43 +79,48 @@ def _with_flags(entity: str, rows: DataFrame, findings: DataFrame) -> DataFrame:
     """
     keys = ENTITY_KEYS[entity]
     checks = entity_checks(entity)
-    evidence = [c for c in rows.columns if c not in keys and c != "path"]
+    evidence = [c for c in rows.columns if c not in keys and c not in ("path", KEY)]
     own = rows.select(
-        *keys, F.col("path").alias("own_path"), F.lit(None).cast("string").alias("subject_path"), *evidence,
+        KEY, *keys, F.col("path").alias("own_path"), F.lit(None).cast("string").alias("subject_path"), *evidence,
         F.lit(None).cast("string").alias("check_id"),
     )
     subjects = _flagged(findings, checks).select(
-        *keys, F.lit(None).cast("string").alias("own_path"), F.col("path").alias("subject_path"),
+        KEY, *keys, F.lit(None).cast("string").alias("own_path"), F.col("path").alias("subject_path"),
         *[F.lit(None).cast(rows.schema[c].dataType).alias(c) for c in evidence], "check_id",
     )
     path = [] if "path" in keys else [
         F.coalesce(F.first("own_path", ignorenulls=True), F.min("subject_path")).alias("path")
     ]
-    return own.unionByName(subjects).groupBy(*keys).agg(
+    return own.unionByName(subjects).groupBy(KEY, *keys).agg(
         *path, *[F.first(c, ignorenulls=True).alias(c) for c in evidence], *[_flag(c) for c in checks]
     )
 
 
-def _controller_table(tables: dict[str, DataFrame], findings: DataFrame) -> DataFrame:
-    """Exactly one row for /controller, present or not, with the cluster's controller epoch."""
-    znode = tables["controller"].agg(
-        F.coalesce(F.first("path", ignorenulls=True), F.lit(CONTROLLER_PATH)).alias("path"),
+def _controller_table(tables: dict[str, DataFrame], findings: DataFrame, snapshots: DataFrame) -> DataFrame:
+    """Exactly one row per snapshot for /controller, present or not, with the cluster's controller epoch."""
+    znode = tables["controller"].groupBy(KEY).agg(
+        F.first("path", ignorenulls=True).alias("path"),
         F.first("broker_id", ignorenulls=True).alias("broker_id"),
         F.first("is_ephemeral", ignorenulls=True).alias("is_ephemeral"),
         F.first("kraft_controller_epoch", ignorenulls=True).alias("kraft_controller_epoch"),
     )
-    epoch = tables["controller_epoch"].agg(F.first("epoch", ignorenulls=True).alias("controller_epoch"))
+    epoch = tables["controller_epoch"].groupBy(KEY).agg(F.first("epoch", ignorenulls=True).alias("controller_epoch"))
     checks = entity_checks("controller")
-    flags = _flagged(findings, checks).agg(*[_flag(c) for c in checks])
-    return znode.crossJoin(epoch).crossJoin(flags)
+    flags = _flagged(findings, checks).groupBy(KEY).agg(*[_flag(c) for c in checks])
+    return (
+        snapshots.select(KEY).join(znode, KEY, "left").join(epoch, KEY, "left").join(flags, KEY, "left")
+        .select(KEY, F.coalesce(F.col("path"), F.lit(CONTROLLER_PATH)).alias("path"), "broker_id", "is_ephemeral",
+                "kraft_controller_epoch", "controller_epoch",
+                *[F.coalesce(F.col(c), F.lit(False)).alias(c) for c in checks])
+    )
 
 
-def _znodes_table(tables: dict[str, DataFrame], findings: DataFrame) -> DataFrame:
-    """One row per malformed znode, or a single row with path null when there is none."""
+def _znodes_table(tables: dict[str, DataFrame], findings: DataFrame, snapshots: DataFrame) -> DataFrame:
+    """One row per malformed znode, or a single row with path null for a snapshot without any."""
     table = _with_flags("znodes", _entity_rows("znodes", tables), findings)
-    none_found = table.agg(F.count(F.lit(1)).alias("rows")).where(F.col("rows") == 0)
-    placeholder = none_found.select(
+    placeholder = snapshots.select(KEY).join(table.select(KEY).distinct(), KEY, "left_anti").select(
         *[
+            F.col(KEY) if c == KEY else
             (F.lit(False) if c in entity_checks("znodes") else F.lit(None)).cast(table.schema[c].dataType).alias(c)
             for c in table.columns
         ]
@@ -119,14 +128,17 @@ def _znodes_table(tables: dict[str, DataFrame], findings: DataFrame) -> DataFram
     return table.unionByName(placeholder)
 
 
-def build_audit_tables(tables: dict[str, DataFrame], findings: DataFrame) -> dict[str, DataFrame]:
-    """entity -> DataFrame: the entity's rows with one boolean column per check (True = violated)."""
+def build_audit_tables(tables: dict[str, DataFrame], findings: DataFrame,
+                       snapshots: DataFrame) -> dict[str, DataFrame]:
+    """entity -> DataFrame: the entity's rows with one boolean column per check (True = violated), keyed.
+
+    ``snapshots`` holds the key of every snapshot of the batch (one row each)."""
     audit: dict[str, DataFrame] = {}
     for entity in ENTITIES:
         if entity == "controller":
-            audit[entity] = _controller_table(tables, findings)
+            audit[entity] = _controller_table(tables, findings, snapshots)
         elif entity == "znodes":
-            audit[entity] = _znodes_table(tables, findings)
+            audit[entity] = _znodes_table(tables, findings, snapshots)
         else:
             audit[entity] = _with_flags(entity, _entity_rows(entity, tables), findings)
     return audit
@@ -140,7 +152,7 @@ def conform_for_gate(audit: DataFrame) -> DataFrame:
     flags = set(CHECK_IDS)
     evidence_parts = []
     for field in audit.schema.fields:
-        if field.name in flags or field.name in IDENTITY_TYPES:
+        if field.name in flags or field.name in IDENTITY_TYPES or field.name == KEY:
             continue
         value = F.col(field.name)
         if isinstance(field.dataType, ArrayType | MapType | StructType):
@@ -150,6 +162,7 @@ def conform_for_gate(audit: DataFrame) -> DataFrame:
         if name not in audit.columns:
             audit = audit.withColumn(name, F.lit(None).cast(dtype))
     evidence = F.concat_ws(" · ", *evidence_parts) if evidence_parts else F.lit(None).cast("string")
-    rest = [c for c in audit.columns if c not in IDENTITY_TYPES]
-    return audit.withColumn("evidence", evidence).select(*INDEX_COLUMNS, *[c for c in rest if c != "evidence"])
+    rest = [c for c in audit.columns if c not in IDENTITY_TYPES and c != KEY]
+    key = [KEY] if KEY in audit.columns else []
+    return audit.withColumn("evidence", evidence).select(*key, *INDEX_COLUMNS, *[c for c in rest if c != "evidence"])
 

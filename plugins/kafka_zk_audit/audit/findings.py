@@ -9,21 +9,25 @@ A suppressed finding is left out of the findings but kept, with its ``first_seen
 suppressed history, so that lifting the suppression does not make an old problem look new. A previous
 finding that the checks no longer report is resolved; a previously suppressed one that went away is not
 counted, since it was never reported.
+
+Keyed: one call finalizes every snapshot of a batch (``audit.batch``). Each snapshot's previous run is its
+baseline: in the batch (a reaudit's chain), or stored (``previous_findings``, keyed by the snapshot it is
+the baseline of). ``first_seen`` is the first snapshot of the unbroken run of snapshots of the chain in which
+the identity was found (suppressed or not), or the stored baseline's ``first_seen`` when that run reaches
+back to it: what finalizing one snapshot after the other would give.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import reduce
-from itertools import chain
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from kafka_zk_audit.contract.catalogue import CHECK_IDS
-from kafka_zk_audit.contract.schemas import FINDINGS
-from kafka_zk_audit.contract.settings import AuditConfig, Suppression, glob_to_regex
+from kafka_zk_audit.audit.batch import Batch
+from kafka_zk_audit.contract.schemas import FINDINGS, KEY
 
 IDENTITY = ("check_id", "topic", "partition", "group_id", "broker_id", "path")
 REPORTED_STATUSES = ("new", "ongoing", "explained")
@@ -32,37 +36,82 @@ EXPLAINED_SEVERITY = "info"
 STATS = ("new", "resolved", "ongoing", "explained", "suppressed")
 
 
-def severity_column(config: AuditConfig) -> Column:
-    """Each row's severity: the configured override, else the catalogue default."""
-    mapping = F.create_map(*chain.from_iterable((F.lit(c), F.lit(config.severity_of(c))) for c in CHECK_IDS))
-    return F.element_at(mapping, F.col("check_id"))
+def _same(left: str, right: str, columns: tuple[str, ...]) -> Column:
+    """The frames aliased ``left`` and ``right`` agree on the key and, null-safely, on the columns."""
+    condition = F.col(f"{left}.{KEY}") == F.col(f"{right}.{KEY}")
+    return reduce(lambda a, b: a & b, (F.col(f"{left}.{c}").eqNullSafe(F.col(f"{right}.{c}")) for c in columns),
+                  condition)
 
 
-def _matches(suppression: Suppression) -> Column:
-    condition = F.col("check_id") == suppression.check_id
-    if suppression.topic is not None:
-        condition &= F.coalesce(F.col("topic").rlike(glob_to_regex(suppression.topic)), F.lit(False))
-    if suppression.group_id is not None:
-        condition &= F.coalesce(F.col("group_id").rlike(glob_to_regex(suppression.group_id)), F.lit(False))
-    if suppression.broker_id is not None:
-        condition &= F.coalesce(F.col("broker_id") == suppression.broker_id, F.lit(False))
-    return condition
+def current_identities(raw: DataFrame, suppressions: DataFrame) -> DataFrame:
+    """One row per (snapshot, identity): merged evidence, explained only when every row is, suppressed when a
+    suppression of the snapshot's settings matches."""
+    explained_row = F.coalesce(F.col("explained"), F.lit(False)) if "explained" in raw.columns else F.lit(False)
+    rules = suppressions.select(F.col(KEY).alias("_rule_key"), F.col("check_id").alias("_rule_check"),
+                                "topic_regex", "group_regex", F.col("broker_id").alias("_rule_broker"))
+    rows = raw.withColumn("explained", explained_row)
+    matched = rows.join(
+        F.broadcast(rules),
+        (F.col(KEY) == F.col("_rule_key")) & (F.col("check_id") == F.col("_rule_check"))
+        & (F.col("topic_regex").isNull() | F.coalesce(F.expr("topic RLIKE topic_regex"), F.lit(False)))
+        & (F.col("group_regex").isNull() | F.coalesce(F.expr("group_id RLIKE group_regex"), F.lit(False)))
+        & (F.col("_rule_broker").isNull() | F.coalesce(F.col("broker_id") == F.col("_rule_broker"), F.lit(False))),
+        "left",
+    )
+    return matched.groupBy(KEY, *IDENTITY).agg(
+        F.concat_ws("; ", F.array_sort(F.collect_set("detail"))).alias("detail"),
+        F.min("explained").alias("explained"),
+        F.max(F.col("_rule_key").isNotNull()).alias("suppressed"),
+    )
 
 
-def suppressed_column(config: AuditConfig) -> Column:
-    """True for rows that a configured suppression matches."""
-    if not config.suppressions:
-        return F.lit(False)
-    return reduce(lambda a, b: a | b, (_matches(s) for s in config.suppressions))
+def _stored_history(previous_findings: DataFrame | None, like: DataFrame) -> DataFrame:
+    """The stored baselines' findings and suppressed history, keyed by the snapshot they are the baseline of:
+    one row per (snapshot, identity) with its first_seen and whether it was reported (not suppressed)."""
+    if previous_findings is None:
+        previous = like.where(F.lit(False)).select(
+            KEY, *IDENTITY, F.lit(None).cast("string").alias("first_seen"), F.lit(None).cast("string").alias("status"))
+    else:
+        previous = previous_findings.select(KEY, *IDENTITY, "first_seen", "status")
+    return previous.groupBy(KEY, *IDENTITY).agg(
+        F.min("first_seen").alias("stored_first_seen"),
+        F.max(F.coalesce(F.col("status"), F.lit("new")) != SUPPRESSED).alias("reported"),
+    )
 
 
-def _identity_join(left: DataFrame, right: DataFrame, prefix: str) -> Column:
-    return reduce(lambda a, b: a & b, (left[c].eqNullSafe(right[f"{prefix}{c}"]) for c in IDENTITY))
+def _first_seen(current: DataFrame, lineage: DataFrame, stored: DataFrame) -> DataFrame:
+    """(snapshot, identity, first_seen): the start of the identity's unbroken run along the snapshot's chain, or
+    the stored baseline's first_seen when the run starts at the chain's first snapshot and the baseline had it."""
+    placed = current.select(KEY, *IDENTITY).join(F.broadcast(lineage.select(KEY, "chain", "position")), KEY)
+    along = Window.partitionBy("chain", *IDENTITY).orderBy("position")
+    run_start = F.coalesce(F.lag("position").over(along) != F.col("position") - 1, F.lit(True))
+    runs = placed.withColumn("run", F.sum(run_start.cast("int")).over(
+        along.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
+    in_run = Window.partitionBy("chain", *IDENTITY, "run").orderBy("position")
+    started = runs.withColumn("run_start", F.first(KEY).over(in_run.rowsBetween(Window.unboundedPreceding,
+                                                                                    Window.currentRow)))
+    carried = stored.select(F.col(KEY).alias("_s_run_start"), *[F.col(c).alias(f"_s_{c}") for c in IDENTITY],
+                            "stored_first_seen")
+    condition = reduce(lambda a, b: a & b, (F.col(c).eqNullSafe(F.col(f"_s_{c}")) for c in IDENTITY),
+                       F.col("run_start") == F.col("_s_run_start"))
+    joined = started.join(carried, condition, "left")
+    return joined.select(KEY, *IDENTITY, F.coalesce(F.col("stored_first_seen"), F.col("run_start")).alias("first_seen"))
+
+
+def _previous(current: DataFrame, lineage: DataFrame, stored: DataFrame) -> DataFrame:
+    """Per (snapshot, identity) of its previous run: whether it was reported. From the baseline in the batch (its
+    current rows re-keyed) or the stored one."""
+    in_batch = lineage.where(F.col("baseline_in_batch")).select(
+        F.col("baseline_snapshot_id").alias("_baseline"), F.col(KEY).alias("_of"))
+    rekeyed = current.join(F.broadcast(in_batch), F.col(KEY) == F.col("_baseline")).select(
+        F.col("_of").alias(KEY), *IDENTITY, (~F.col("suppressed")).alias("reported"))
+    both = rekeyed.unionByName(stored.select(KEY, *IDENTITY, "reported"))
+    return both.groupBy(KEY, *IDENTITY).agg(F.max("reported").alias("reported"))
 
 
 @dataclass(frozen=True)
 class FinalizedFindings:
-    """One run's findings (status new / ongoing / explained), its suppressed history and the counts.
+    """A batch's findings (status new / ongoing / explained), its suppressed history and, per snapshot, the counts.
 
     Both frames are persisted (they are few and read again for writing, alerts and the gate):
     ``unpersist()`` them when done.
@@ -70,57 +119,33 @@ class FinalizedFindings:
 
     findings: DataFrame
     suppressed: DataFrame
-    stats: dict[str, int]
+    stats: dict[str, dict[str, int]]
 
     def unpersist(self) -> None:
         self.findings.unpersist()
         self.suppressed.unpersist()
 
 
-def _previous_history(raw: DataFrame, previous_findings: DataFrame | None) -> DataFrame:
-    """One row per previous identity: its first_seen and whether it was reported (not suppressed)."""
-    if previous_findings is None:  # the first run: nothing was seen before
-        previous = raw.where(F.lit(False)).select(
-            *IDENTITY, F.lit(None).cast("string").alias("first_seen"), F.lit(None).cast("string").alias("status")
-        )
-    else:
-        previous = previous_findings.select(*IDENTITY, "first_seen", "status")
-    previous = previous.groupBy(*IDENTITY).agg(
-        F.min("first_seen").alias("first_seen"),
-        F.max(F.coalesce(F.col("status"), F.lit("new")) != SUPPRESSED).alias("reported"),
-    )
-    return previous.select(*[F.col(c).alias(f"previous_{c}") for c in previous.columns]).withColumn(
-        "seen_before", F.lit(True)
-    )
+def finalize_findings(raw: DataFrame, batch: Batch, previous_findings: DataFrame | None) -> FinalizedFindings:
+    """Findings in the FINDINGS shape, the suppressed history, and per snapshot id the {new, resolved, ongoing,
+    explained, suppressed} counts.
 
-
-def finalize_findings(
-    raw: DataFrame,
-    snapshot_id: str,
-    previous_findings: DataFrame | None,
-    config: AuditConfig,
-) -> FinalizedFindings:
-    """Findings in the FINDINGS shape, the suppressed history, and {new, resolved, ongoing, explained,
-    suppressed} counts.
-
-    ``previous_findings`` is the previous run's findings and suppressed history together (FINDINGS
-    shape). The checks run once: their rows are cached while the counts are taken.
+    ``raw`` is the keyed check rows of the batch; ``previous_findings`` the stored baselines' findings and
+    suppressed history (FINDINGS shape), keyed by the snapshot they are the baseline of. The checks run once:
+    their rows are cached while the counts are taken.
     """
-    # One row per identity: two check rows with the same subject merge their evidence; the identity is
-    # explained only when every row of it is.
-    explained_row = F.coalesce(F.col("explained"), F.lit(False)) if "explained" in raw.columns else F.lit(False)
-    current = (
-        raw.withColumn("explained", explained_row)
-        .groupBy(*IDENTITY)
-        .agg(
-            F.concat_ws("; ", F.array_sort(F.collect_set("detail"))).alias("detail"),
-            F.min("explained").alias("explained"),
-        )
-        .withColumn("suppressed", suppressed_column(config))
-    )
-    previous = _previous_history(raw, previous_findings)
-    both = current.withColumn("seen_now", F.lit(True)).join(
-        previous, _identity_join(current, previous, "previous_"), "full"
+    spark = raw.sparkSession
+    lineage = batch.lineage(spark)
+    current = current_identities(raw, batch.suppressions(spark)).persist(StorageLevel.MEMORY_AND_DISK)
+    stored = _stored_history(previous_findings, current)
+    first_seen = _first_seen(current, lineage, stored)
+    previous = _previous(current, lineage, stored).withColumn("seen_before", F.lit(True))
+    now = current.alias("c").join(first_seen.alias("f"), _same("c", "f", IDENTITY), "left").select(
+        "c.*", F.col("f.first_seen").alias("first_seen"), F.lit(True).alias("seen_now"))
+    both = now.alias("n").join(previous.alias("p"), _same("n", "p", IDENTITY), "full").select(
+        F.coalesce(F.col(f"n.{KEY}"), F.col(f"p.{KEY}")).alias(KEY),
+        *[F.coalesce(F.col(f"n.{c}"), F.col(f"p.{c}")).alias(c) for c in IDENTITY],
+        "n.detail", "n.explained", "n.suppressed", "n.first_seen", "n.seen_now", "p.reported", "p.seen_before",
     )
     seen_now = F.coalesce(F.col("seen_now"), F.lit(False))
     seen_before = F.coalesce(F.col("seen_before"), F.lit(False))
@@ -129,27 +154,23 @@ def finalize_findings(
         .when(seen_now & F.col("explained"), F.lit("explained"))
         .when(seen_now & seen_before, F.lit("ongoing"))
         .when(seen_now, F.lit("new"))
-        .when(F.coalesce(F.col("previous_reported"), F.lit(False)), F.lit("resolved"))
+        .when(F.coalesce(F.col("reported"), F.lit(False)), F.lit("resolved"))
         .otherwise(F.lit("gone"))  # suppressed before, not seen now: never reported, not counted
     )
     annotated = both.withColumn("outcome", outcome).persist(StorageLevel.MEMORY_AND_DISK)
-    counts = {row["outcome"]: int(row["rows"]) for row in annotated.groupBy("outcome").agg(
-        F.count(F.lit(1)).alias("rows")).collect()}
-    stats = {key: counts.get(key, 0) for key in STATS}
+    stats: dict[str, dict[str, int]] = {sid: dict.fromkeys(STATS, 0) for sid in batch.ids}
+    for row in annotated.groupBy(KEY, "outcome").agg(F.count(F.lit(1)).alias("rows")).collect():
+        if row["outcome"] in STATS and row[KEY] in stats:
+            stats[row[KEY]][row["outcome"]] = int(row["rows"])
+    severities = F.broadcast(batch.severities(spark).withColumnRenamed("severity", "configured_severity"))
+    clusters = F.broadcast(batch.clusters(spark))
 
     def shaped(rows: DataFrame) -> DataFrame:
         severity = F.when(F.col("outcome") == "explained", F.lit(EXPLAINED_SEVERITY)).otherwise(
-            severity_column(config)
-        )
+            F.col("configured_severity"))
         return (
-            rows.select(
-                F.lit(snapshot_id).alias("snapshot_id"),
-                *IDENTITY,
-                "detail",
-                F.coalesce(F.col("previous_first_seen"), F.lit(snapshot_id)).alias("first_seen"),
-                F.col("outcome").alias("status"),
-                "outcome",
-            )
+            rows.join(severities, [KEY, "check_id"], "left").join(clusters, KEY, "left")
+            .withColumn("status", F.col("outcome"))
             .withColumn("severity", severity)
             .select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in FINDINGS.fields])
             .persist(StorageLevel.MEMORY_AND_DISK)
@@ -160,4 +181,5 @@ def finalize_findings(
     findings.count()  # materialize both so the annotated rows can be released
     suppressed.count()
     annotated.unpersist()
+    current.unpersist()
     return FinalizedFindings(findings, suppressed, stats)

@@ -1,10 +1,15 @@
-"""The Spark job: snapshot → normalized tables → checks → findings (with history) → audit tables.
+"""The Spark job: snapshots → normalized tables → checks → findings (with history) → audit tables.
 
-One application does it all, because Spark's fixed costs dominate at Kafka-tree sizes. It reads
-``<warehouse>/snapshots/snapshot_id=<id>/`` (refusing a snapshot without its manifest), writes
-every normalized table, the audit tables (``audit_<entity>``) and the findings, the findings last:
-their ``_SUCCESS`` marks the snapshot as audited, i.e. a baseline for the next run's history
-checks. It also writes ``runs/<id>/audit.json`` (counts, baseline, new/resolved) for the summary.
+One application audits a *batch* of snapshots (one run's fleet, one stored snapshot, a reaudit's history) in
+one plan: the snapshot is a key column of every frame (``contract.schemas.KEY``), each cluster's settings and
+each snapshot's baseline come in as small keyed tables (``audit.batch``), and every table is written once for
+the whole batch, partitioned by snapshot (``<warehouse>/tables/<table>/snapshot_id=<id>/``, ``audit.keyed_io``).
+Spark's fixed costs (planning, stages) are therefore paid once per run, not once per snapshot.
+
+It reads ``<warehouse>/snapshots/snapshot_id=<id>/`` (refusing a snapshot without its manifest), writes every
+normalized table, the audit tables (``audit_<entity>``) and the findings, the findings last: their
+``_SUCCESS`` marks the snapshot as audited, i.e. a baseline for the next run's history checks. It also writes
+``runs/<id>/audit.json`` (counts, baseline, new/resolved) per snapshot for the summary.
 """
 
 from __future__ import annotations
@@ -12,22 +17,24 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit.audit_tables import build_audit_tables, conform_for_gate
+from kafka_zk_audit.audit.batch import Batch, BatchSnapshot, started_ms
 from kafka_zk_audit.audit.checks import run_checks
-from kafka_zk_audit.audit.drift import DRIFT_TABLE, drift_row
+from kafka_zk_audit.audit.checks.common import BASELINE_ID
+from kafka_zk_audit.audit.drift import DRIFT_TABLE, drift_rows
 from kafka_zk_audit.audit.findings import finalize_findings
+from kafka_zk_audit.audit.keyed_io import read_keyed, write_arrow, write_keyed, write_rows
 from kafka_zk_audit.audit.normalize import normalize
-from kafka_zk_audit.audit.readiness import audit_readiness, write_audit_migration
+from kafka_zk_audit.audit.readiness import SnapshotReadiness, audit_readiness, write_audit_migration
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
-from kafka_zk_audit.contract.schemas import FINDINGS, SNAPSHOT, TABLES
+from kafka_zk_audit.contract.schemas import DRIFT, FINDINGS, KEY, SNAPSHOT, TABLES
 from kafka_zk_audit.contract.settings import load_config
 from kafka_zk_audit.contract.warehouse import Warehouse, read_manifest
 
@@ -63,8 +70,8 @@ class PhaseClock:
         finally:
             self.phases[name] = {"seconds": round(time.monotonic() - started, 3), "jobs": self._jobs() - jobs}
 
-    def log(self, snapshot_id: str) -> None:
-        log.info("profile %s", json.dumps({"snapshot_id": snapshot_id, "phases": self.phases}))
+    def log(self, snapshot_ids: Sequence[str]) -> None:
+        log.info("profile %s", json.dumps({"snapshot_ids": list(snapshot_ids), "phases": self.phases}))
 
 
 SMALL_SNAPSHOT_ZNODES = 200_000
@@ -78,33 +85,67 @@ def size_spark_to(spark: SparkSession, znodes: int) -> bool:
     spark.conf.set("spark.sql.codegen.wholeStage", str(not small).lower())
     spark.conf.set("spark.sql.adaptive.enabled", str(not small).lower())
     spark.conf.set("spark.sql.shuffle.partitions", str(max(2, min(200, znodes // 100_000))))
-    return small
+def read_snapshots(spark: SparkSession, warehouse: Warehouse, snapshot_ids: Sequence[str]) -> DataFrame:
+    """The snapshots' znodes as one keyed frame (``keyed(SNAPSHOT)``)."""
+    return read_keyed(spark, f"{warehouse.root}/snapshots", snapshot_ids, SNAPSHOT)
 
 
-def read_table(spark: SparkSession, warehouse: Warehouse, table: str, snapshot_id: str) -> DataFrame:
-    """A normalized table of a snapshot, as written (with its contract schema)."""
-    return spark.read.schema(TABLES[table]).parquet(warehouse.table_dir(table, snapshot_id))
+def read_tables(spark: SparkSession, warehouse: Warehouse, names: Sequence[str],
+                snapshot_ids: Sequence[str]) -> dict[str, DataFrame]:
+    """Normalized tables of the snapshots, as written (keyed, with their contract schemas)."""
+    return {name: read_keyed(spark, warehouse.table_dir(name), snapshot_ids, TABLES[name]) for name in names}
 
 
-def load_baseline(spark: SparkSession, warehouse: Warehouse, baseline_id: str | None) -> tuple[dict, DataFrame | None]:
-    """A baseline's history tables and its findings with its suppressed history ({} and None without one)."""
-    if baseline_id is None:
-        return {}, None
-    tables = {name: read_table(spark, warehouse, name, baseline_id) for name in HISTORY_TABLES}
-    findings = spark.read.schema(FINDINGS).parquet(warehouse.findings_dir(baseline_id))
-    suppressed_dir = warehouse.table_dir(SUPPRESSED_HISTORY, baseline_id)
-    if warehouse.exists(f"{suppressed_dir}/_SUCCESS"):
-        findings = findings.unionByName(spark.read.schema(FINDINGS).parquet(suppressed_dir))
-    return tables, findings
+def plan_batch(warehouse: Warehouse, snapshot_ids: Sequence[str], config_path: str | None) -> Batch:
+    """A live run's batch: each snapshot with its cluster's settings and, as baseline, the previous audited
+    snapshot of its ensemble and chroot (``Warehouse.previous_audited``)."""
+    settings = load_config(config_path)
+    snapshots = []
+    for sid in snapshot_ids:
+        manifest = read_manifest(warehouse, sid)
+        cluster = manifest.get("cluster") or ""
+        snapshots.append(BatchSnapshot(sid, cluster, settings.for_cluster(cluster), started_ms(manifest),
+                                       warehouse.previous_audited(sid), manifest))
+    return Batch(tuple(snapshots))
 
 
-def load_previous(
-    spark: SparkSession, warehouse: Warehouse, snapshot_id: str
-) -> tuple[str | None, dict, DataFrame | None]:
-    """The previous audited snapshot of the same ensemble and chroot (see ``Warehouse.previous_audited``):
-    its id and :func:`load_baseline` of it (or None, {}, None)."""
-    previous_id = warehouse.previous_audited(snapshot_id)
-    return (previous_id, *load_baseline(spark, warehouse, previous_id))
+def _rekeyed(frame: DataFrame, baselines: DataFrame) -> DataFrame:
+    """A baseline's rows keyed by the snapshot it is the baseline of, with its own id as ``baseline_snapshot_id``."""
+    return frame.withColumnRenamed(KEY, BASELINE_ID).join(F.broadcast(baselines), BASELINE_ID).select(
+        KEY, *[c for c in frame.columns if c != KEY], BASELINE_ID)
+
+
+def load_baselines(spark: SparkSession, store: Warehouse, batch: Batch,
+                   tables: Mapping[str, DataFrame]) -> tuple[dict[str, DataFrame] | None, DataFrame | None]:
+    """The history tables of every snapshot's baseline (from the batch's own tables, or stored), keyed by the
+    snapshot they are the baseline of; and the stored baselines' findings with their suppressed history, keyed
+    the same way. (None, None) when no snapshot has a baseline."""
+    pairs = [(s.snapshot_id, s.baseline_id) for s in batch.snapshots if s.baseline_id]
+    if not pairs:
+        return None, None
+    baselines = spark.createDataFrame(pairs, f"{KEY} string, {BASELINE_ID} string")
+    ids = set(batch.ids)
+    stored = sorted({b for _, b in pairs if b not in ids})
+    inside = sorted({b for _, b in pairs if b in ids})
+    previous: dict[str, DataFrame] = {}
+    for name in HISTORY_TABLES:
+        parts = []
+        if inside:
+            parts.append(tables[name].where(F.col(KEY).isin(inside)))
+        if stored:
+            parts.append(read_keyed(spark, store.table_dir(name), stored, TABLES[name]))
+        union = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+        previous[name] = _rekeyed(union, baselines)
+    findings = None
+    if stored:
+        findings = read_keyed(spark, store.findings_dir(), stored, FINDINGS)
+        with_suppressed = [sid for sid in stored
+                           if store.exists(f"{store.table_dir(SUPPRESSED_HISTORY, sid)}/_SUCCESS")]
+        if with_suppressed:
+            findings = findings.unionByName(read_keyed(spark, store.table_dir(SUPPRESSED_HISTORY), with_suppressed,
+                                                       FINDINGS))
+        findings = _rekeyed(findings, baselines).drop(BASELINE_ID)
+    return previous, findings
 
 
 def parquet_rows(warehouse: Warehouse, directory: str) -> int:
@@ -121,112 +162,162 @@ def parquet_rows(warehouse: Warehouse, directory: str) -> int:
     return total
 
 
-def run_audit(spark: SparkSession, warehouse: Warehouse, snapshot_id: str, config_path: str | None,
-              reread_tables: bool = True, target_version: str | None = None) -> dict[str, Any]:
-    """Audit one snapshot; returns the figures written to ``runs/<id>/audit.json``.
+def _with_cluster(frame: DataFrame, clusters: DataFrame) -> DataFrame:
+    """The frame with its snapshot's cluster as last column (every written table of the audit carries it)."""
+    if "cluster" in frame.columns:
+        return frame
+    return frame.join(F.broadcast(clusters), KEY, "left").select(*frame.columns, "cluster")
 
-    ``reread_tables=False`` runs the checks on the normalizer's frames instead of the written tables
-    (the benchmark's baseline; same results, slower planning). Every phase's wall time and Spark jobs
-    are logged (``PhaseClock``). ``target_version`` overrides the settings' ``migration.target_version``
-    for the readiness report (``runs/<id>/readiness.json``, written unless ``migration.readiness`` is off).
+
+def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, output: Warehouse | None = None,
+                target_version: str | None = None, for_gate: bool = True) -> dict[str, dict[str, Any]]:
+    """Audit every snapshot of the batch in one plan; returns, per snapshot id, the figures of its
+    ``runs/<id>/audit.json``.
+
+    Snapshots are read from ``warehouse``; tables, findings and figures go to ``output`` (default: the same),
+    where stored baselines are read too (a reaudit writes to its own folder). ``for_gate``: also the drift row,
+    the readiness report and the audit tables the gate validates (a reaudit skips them). Every phase's wall time
+    and Spark jobs are logged (``PhaseClock``). ``target_version`` overrides each cluster's
+    ``migration.target_version`` for the readiness report.
     """
     started = time.monotonic()
+    out = output or warehouse
+    ids = batch.ids
     clock = PhaseClock(spark)
     with clock.phase("plan"):
-        manifest = read_manifest(warehouse, snapshot_id)
-        cfg = load_config(config_path).for_cluster(manifest.get("cluster") or "")
-        now_ms = int(datetime.fromisoformat(manifest["started_at"]).timestamp() * 1000)
-        small = size_spark_to(spark, int(manifest["znodes"]))
-        snapshot = spark.read.schema(SNAPSHOT).parquet(warehouse.snapshot_dir(snapshot_id))
+        znodes = sum(int(s.manifest.get("znodes") or 0) for s in batch.snapshots)
+        small = size_spark_to(spark, znodes)
+        snapshot = read_snapshots(spark, warehouse, ids)
         tables = normalize(snapshot)
-        previous_id, previous_tables, previous_findings = load_previous(spark, warehouse, snapshot_id)
-    log.info("auditing snapshot %s (%s znodes); baseline: %s", snapshot_id, manifest["znodes"],
-             previous_id or "none (first snapshot)")
+        clusters = batch.clusters(spark)
+    log.info("auditing %d snapshot(s), %d znodes: %s", len(ids), znodes, ", ".join(
+        f"{s.snapshot_id} ({s.cluster or 'default'}; baseline {s.baseline_id or 'none'})" for s in batch.snapshots))
 
     with clock.phase("read+normalize+write"):
         for name, df in tables.items():
-            (df.coalesce(1) if small else df).write.mode("overwrite").parquet(warehouse.table_dir(name, snapshot_id))
+            write_keyed(_with_cluster(df, clusters), out, out.table_dir(name), ids, single_file=small)
     with clock.phase("reread+count"):
         # The checks read the written tables back: their plans start at a few Parquet files instead of
         # the whole normalizer lineage, which makes planning and running them several times faster.
-        if reread_tables:
-            tables.release()
-            tables = {name: read_table(spark, warehouse, name, snapshot_id) for name in TABLES}
-        row_counts = {name: parquet_rows(warehouse, warehouse.table_dir(name, snapshot_id)) for name in TABLES}
-    log.info("normalized tables written: %s", ", ".join(f"{k}={v}" for k, v in row_counts.items()))
-    with clock.phase("drift"):
-        drift_row(spark, tables, manifest, previous_id, row_counts).coalesce(1).write.mode("overwrite").parquet(
-            warehouse.table_dir(DRIFT_TABLE, snapshot_id)
-        )
+        tables.release()
+        tables = read_tables(spark, out, list(TABLES), ids)
+        row_counts = {sid: {name: parquet_rows(out, out.table_dir(name, sid)) for name in TABLES} for sid in ids}
+        previous_tables, previous_findings = load_baselines(spark, out, batch, tables)
+    if for_gate:
+        with clock.phase("drift"):
+            drift = drift_rows(tables, batch, row_counts)
+            write_rows(out, out.table_dir(DRIFT_TABLE), {row["snapshot_id"]: [row] for row in drift}, DRIFT)
 
     with clock.phase("checks+findings"):
-        # The checks run once, when the findings' history join first needs their rows.
-        raw = run_checks(tables, previous_tables or None, cfg, now_ms)
-        finalized = finalize_findings(raw, snapshot_id, previous_findings, cfg)
-        findings, stats = finalized.findings, finalized.stats
+        raw = run_checks(tables, previous_tables, batch.params(spark))
+        finalized = finalize_findings(raw, batch, previous_findings)
+        findings = finalized.findings
 
-    readiness = None
-    if cfg.migration.readiness:
+    readiness: dict[str, dict[str, Any]] = {}
+    if for_gate:
         with clock.phase("readiness"):
-            try:
-                readiness = audit_readiness(spark, warehouse, snapshot_id, manifest, tables, snapshot, cfg,
-                                            target_version)
-            except Exception:  # the health audit goes on: readiness is a report beside it
-                log.exception("the ZK -> KRaft readiness report of %s could not be computed (the audit goes on "
-                              "without it; please report this with the log)", snapshot_id)
-                write_audit_migration(spark, warehouse, snapshot_id, [], gate=False)
-    else:
-        write_audit_migration(spark, warehouse, snapshot_id, [], gate=False)
+            readiness = _readiness(spark, out, batch, tables, snapshot, target_version)
 
-    with clock.phase("audit tables"):
-        for entity, df in build_audit_tables(tables, findings).items():
-            (conform_for_gate(df).coalesce(1) if small else conform_for_gate(df)).write.mode("overwrite").parquet(
-                warehouse.table_dir(audit_table_name(entity), snapshot_id)
-            )
+    if for_gate:
+        with clock.phase("audit tables"):
+            keys = clusters.select(KEY)
+            for entity, df in build_audit_tables(tables, findings, keys).items():
+                write_keyed(_with_cluster(conform_for_gate(df), clusters), out, out.table_dir(audit_table_name(entity)),
+                            ids, single_file=small)
 
     with clock.phase("findings write"):
-        finalized.suppressed.coalesce(1).write.mode("overwrite").parquet(
-            warehouse.table_dir(SUPPRESSED_HISTORY, snapshot_id)
-        )
-        findings.coalesce(1).write.mode("overwrite").parquet(warehouse.findings_dir(snapshot_id))
-        counts: dict[str, int] = {}
+        suppressed_rows, finding_rows = finalized.suppressed.toArrow(), findings.toArrow()
+        write_arrow(out, out.table_dir(SUPPRESSED_HISTORY), suppressed_rows, ids)
+        write_arrow(out, out.findings_dir(), finding_rows, ids)  # last: marks the snapshots audited
+        counts: dict[str, dict[tuple[str, str], int]] = {sid: {} for sid in ids}
+        for row in finding_rows.group_by([KEY, "check_id", "severity"]).aggregate([([], "count_all")]).to_pylist():
+            counts[row[KEY]][(row["check_id"], row["severity"])] = int(row["count_all"])
+    seconds = round(time.monotonic() - started, 1)
+    results = {}
+    for snapshot_in in batch.snapshots:
+        sid = snapshot_in.snapshot_id
+        stats, found = finalized.stats[sid], counts[sid]
+        by_check: dict[str, int] = {}
         by_severity: dict[str, int] = {}
-        for row in findings.groupBy("check_id", "severity").agg(F.count("*").alias("n")).collect():
-            counts[row["check_id"]] = counts.get(row["check_id"], 0) + row["n"]
-            by_severity[row["severity"]] = by_severity.get(row["severity"], 0) + row["n"]
-    result = {
-        "snapshot_id": snapshot_id,
-        "baseline_snapshot_id": previous_id,
-        "checks": {check_id: int(counts.get(check_id, 0)) for check_id in CHECK_IDS},
-        "severities": by_severity,
-        "findings": int(sum(counts.values())),
-        "new_findings": int(stats["new"]),
-        "resolved_findings": int(stats["resolved"]),
-        "suppressed_findings": int(stats.get("suppressed", 0)),
-        "explained_findings": int(stats.get("explained", 0)),
-        "table_rows": row_counts,
-        "readiness": None if readiness is None else {
-            "target_version": readiness["target_version"], "verdict": readiness["verdict"],
-            "phase": readiness["phase"]["phase"], "counts": readiness["counts"]},
-        "seconds": round(time.monotonic() - started, 1),
-    }
-    warehouse.write_json(f"{warehouse.run_dir(snapshot_id)}/audit.json", result)
+        for (check_id, severity), n in found.items():
+            by_check[check_id] = by_check.get(check_id, 0) + n
+            by_severity[severity] = by_severity.get(severity, 0) + n
+        report = readiness.get(sid)
+        result = {
+            "snapshot_id": sid,
+            "baseline_snapshot_id": snapshot_in.baseline_id,
+            "checks": {check_id: int(by_check.get(check_id, 0)) for check_id in CHECK_IDS},
+            "severities": by_severity,
+            "findings": int(sum(by_check.values())),
+            "new_findings": int(stats["new"]),
+            "resolved_findings": int(stats["resolved"]),
+            "suppressed_findings": int(stats.get("suppressed", 0)),
+            "explained_findings": int(stats.get("explained", 0)),
+            "table_rows": row_counts[sid],
+            "readiness": None if report is None else {
+                "target_version": report["target_version"], "verdict": report["verdict"],
+                "phase": report["phase"]["phase"], "counts": report["counts"]},
+            "seconds": seconds,
+        }
+        out.write_json(f"{out.run_dir(sid)}/audit.json", result)
+        results[sid] = result
+        log.info("%s: findings: %d (%d new, %d resolved); per check: %s", sid, result["findings"],
+                 result["new_findings"], result["resolved_findings"], {k: v for k, v in result["checks"].items() if v})
     finalized.unpersist()
-    if not reread_tables:
-        tables.release()
-    clock.log(snapshot_id)
-    log.info("findings: %d (%d new, %d resolved) in %.1fs; per check: %s", result["findings"],
-             result["new_findings"], result["resolved_findings"], result["seconds"],
-             {k: v for k, v in result["checks"].items() if v})
-    return result
+    clock.log(ids)
+    log.info("audited %d snapshot(s) in %.1fs", len(ids), seconds)
+    return results
+
+
+def _readiness(spark: SparkSession, warehouse: Warehouse, batch: Batch, tables: Mapping[str, DataFrame],
+               snapshot: DataFrame, target_version: str | None) -> dict[str, dict[str, Any]]:
+    """The readiness reports of the snapshots whose settings ask for one (``migration.readiness``); the others,
+    and all when it cannot be computed, get an empty ``audit_migration`` table (no gate on readiness)."""
+    wanted = {s.snapshot_id: SnapshotReadiness(s.manifest, s.config, target_version)
+              for s in batch.snapshots if s.config.migration.readiness}
+    skipped = [sid for sid in batch.ids if sid not in wanted]
+    reports: dict[str, dict[str, Any]] = {}
+    if wanted:
+        try:
+            reports = audit_readiness(spark, warehouse, wanted, tables, snapshot)
+        except Exception:  # the health audit goes on: readiness is a report beside it
+            log.exception("the ZK -> KRaft readiness report of %s could not be computed (the audit goes on "
+                          "without it; please report this with the log)", ", ".join(wanted))
+            skipped = batch.ids
+    if skipped:
+        write_audit_migration(spark, warehouse, skipped)
+    return reports
+
+
+def run_audit(spark: SparkSession, warehouse: Warehouse, snapshot_ids: str | Sequence[str], config_path: str | None,
+              target_version: str | None = None) -> dict[str, dict[str, Any]]:
+    """Audit stored snapshots of the warehouse as one batch (each with its previous audited snapshot as
+    baseline); returns each one's ``audit.json`` figures by snapshot id."""
+    ids = [snapshot_ids] if isinstance(snapshot_ids, str) else list(snapshot_ids)
+    return audit_batch(spark, warehouse, plan_batch(warehouse, ids, config_path), target_version=target_version)
+
+
+
+def audit_each_alone(spark: SparkSession, warehouse: Warehouse, batch: Batch,
+                    target_version: str | None) -> list[str]:
+    """After a batch failed: each snapshot alone, so that one snapshot's problem never costs the others their
+    audit. Returns the ids that failed alone too."""
+    failed = []
+    for snapshot in batch.snapshots:
+        try:
+            audit_batch(spark, warehouse, Batch((snapshot,)), target_version=target_version)
+        except Exception:
+            log.exception("the audit of snapshot %s failed; going on with the others", snapshot.snapshot_id)
+            failed.append(snapshot.snapshot_id)
+    return failed
 
 
 def main(argv: list[str] | None = None) -> int:
     """spark-submit entry: ``--warehouse DIR --snapshot-ids ID[,ID...] [--config FILE] [--target-version V]``.
 
-    Every snapshot is audited in the one Spark session, each with its cluster's settings; one that fails
-    is logged and the others go on. Exit 1 when any failed (the gate then validates the others), 2 when
-    there was nothing to audit.
+    Every snapshot is audited in one batch, each with its cluster's settings. A snapshot that cannot be (no
+    manifest) is logged and the others go on; should the batch fail, each snapshot is audited alone. Exit 1
+    when any failed (the gate then validates the others), 2 when there was nothing to audit.
     """
     import argparse
 
@@ -240,8 +331,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target-version", default=None,
                         help='Kafka version to plan the ZK -> KRaft migration with, e.g. "3.9" or "3.5.1" '
                              "(default: the settings' migration.target_version)")
-    parser.add_argument("--no-reread", action="store_true",
-                        help="run the checks on the normalizer's frames, not the written tables (benchmark baseline)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.target_version:
@@ -252,25 +341,33 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             log.error("--target-version %r: %s", args.target_version, exc)
             return 2
-    snapshot_ids = [s for value in args.snapshot_ids for s in value.split(",") if s.strip()]
+    snapshot_ids = list(dict.fromkeys(s.strip() for value in args.snapshot_ids for s in value.split(",") if s.strip()))
     if not snapshot_ids:
         log.error("no snapshot to audit: every snapshot task of the run failed (see their logs)")
         return 2
-    main_started = time.time()
-    spark = get_spark(f"kafka-zk-audit {','.join(snapshot_ids)}"[:200])
-    log.info("profile %s", json.dumps({"main_started": main_started,
-                                       "session_seconds": round(time.time() - main_started, 3)}))
-    failed = []
-    try:
-        for snapshot_id in snapshot_ids:
+    warehouse = Warehouse(args.warehouse)
+    failed, ready = [], []
+    for snapshot_id in snapshot_ids:
+        try:
+            read_manifest(warehouse, snapshot_id)
+            ready.append(snapshot_id)
+        except Exception as exc:
+            log.error("snapshot %s cannot be audited: %s; going on with the others", snapshot_id, exc)
+            failed.append(snapshot_id)
+    if ready:
+        main_started = time.time()
+        spark = get_spark(f"kafka-zk-audit {','.join(ready)}"[:200])
+        log.info("profile %s", json.dumps({"main_started": main_started,
+                                           "session_seconds": round(time.time() - main_started, 3)}))
+        try:
+            batch = plan_batch(warehouse, ready, args.config or None)
             try:
-                run_audit(spark, Warehouse(args.warehouse), snapshot_id.strip(), args.config or None,
-                          reread_tables=not args.no_reread, target_version=args.target_version)
+                audit_batch(spark, warehouse, batch, target_version=args.target_version)
             except Exception:
-                log.exception("the audit of snapshot %s failed; going on with the others", snapshot_id)
-                failed.append(snapshot_id)
-    finally:
-        spark.stop()
+                log.exception("the audit of the %d snapshot(s) together failed; auditing each alone", len(ready))
+                failed += audit_each_alone(spark, warehouse, batch, args.target_version)
+        finally:
+            spark.stop()
     if failed:
         log.error("the audit of %d of %d snapshot(s) failed: %s", len(failed), len(snapshot_ids), ", ".join(failed))
         return 1

@@ -6,23 +6,28 @@ cannot migrate yet), never alert, and gate only with ``migration.gate``. The rep
 ``expectations/migration.json`` suite: one row per readiness row (or one all-False row), one boolean per
 level, and ``blocker_gating``, True on blockers only when ``migration.gate`` is on (its expectation is the
 only one of the suite with a gating severity).
+
+One call covers a set of snapshots: their readiness rows come from one plan and one collect, each snapshot's
+report is then built in Python, and each table is written once for all of them, partitioned by snapshot
+(``tables/<table>/snapshot_id=<id>/``, dynamic partition overwrite: the folders of other snapshots stay).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, IntegerType, StringType, StructField, StructType
 
-from kafka_zk_audit.audit.checks.migration import migration_phase
-from kafka_zk_audit.audit.checks.readiness import node_ids, run_readiness
+from kafka_zk_audit.audit.checks.migration import migration_phases
+from kafka_zk_audit.audit.checks.readiness import ReadinessTarget, node_ids, run_readiness
 from kafka_zk_audit.contract.readiness import BY_CHECK_ID, LEVEL_RANK, LEVELS, NOT_VISIBLE, verdict
-from kafka_zk_audit.contract.schemas import READINESS
+from kafka_zk_audit.contract.schemas import KEY, READINESS, keyed
 from kafka_zk_audit.contract.settings import AuditConfig
 from kafka_zk_audit.contract.warehouse import Warehouse
 
@@ -39,11 +44,21 @@ AUDIT_MIGRATION = StructType([
     StructField("blocker_gating", BooleanType()),
 ])
 SUBJECT = ("topic", "partition", "group_id", "broker_id", "path")
+# Row position inside a snapshot's file while writing (not a column of the files).
+_POSITION = "_position"
 
 
-def _first_row(frame: DataFrame) -> dict[str, Any] | None:
-    rows = frame.limit(1).collect()
-    return rows[0].asDict() if rows else None
+class SnapshotReadiness(NamedTuple):
+    """A snapshot's part in ``audit_readiness``: its manifest, its settings (its cluster's overrides applied: the
+    target version and ``migration.gate``) and a target version overriding the settings' (None: theirs)."""
+
+    manifest: Mapping[str, Any]
+    cfg: AuditConfig
+    target_version: str | None = None
+
+    @property
+    def target(self) -> str:
+        return self.target_version or self.cfg.migration.target_version
 
 
 def _order(row: dict[str, Any]) -> tuple:
@@ -63,46 +78,106 @@ def audit_migration_rows(rows: list[dict[str, Any]], gate: bool) -> list[dict[st
                       **{level: False for level in LEVELS}, "blocker_gating": False}]
 
 
-def write_audit_migration(spark: SparkSession, warehouse: Warehouse, snapshot_id: str,
-                          rows: list[dict[str, Any]], gate: bool) -> None:
-    """``audit_migration`` of a snapshot (also written, all False, when readiness is off)."""
-    spark.createDataFrame(audit_migration_rows(rows, gate), AUDIT_MIGRATION).coalesce(1).write.mode(
-        "overwrite").parquet(warehouse.table_dir(AUDIT_TABLE, snapshot_id))
+def _empty_parquet(warehouse: Warehouse, directory: str, schema: StructType) -> None:
+    """Replace ``directory`` by one Parquet file of ``schema`` without rows (a snapshot's folder when it has none)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    warehouse.remove(directory)
+    path = warehouse.fs_path(directory)
+    warehouse.fs.makedirs(path, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist([], schema=to_arrow_schema(schema)), f"{path}/part-00000.parquet",
+                   filesystem=warehouse.fs)
 
 
-def audit_readiness(spark: SparkSession, warehouse: Warehouse, snapshot_id: str, manifest: dict[str, Any],
-                    tables: dict[str, DataFrame], snapshot: DataFrame, cfg: AuditConfig,
-                    target_version: str | None = None) -> dict[str, Any]:
-    """Run every readiness condition at the target version, write the readiness table and JSON, and return
-    the JSON (verdict, phase, counts by level, rows blockers first, node ids, the not-visible checklist)."""
-    target = target_version or cfg.migration.target_version
-    rows = [row.asDict() for row in run_readiness(tables, snapshot, manifest, target).collect()]
-    rows.sort(key=_order)
-    spark.createDataFrame(rows, READINESS).coalesce(1).write.mode("overwrite").parquet(
-        warehouse.table_dir(READINESS_TABLE, snapshot_id))
-    write_audit_migration(spark, warehouse, snapshot_id, rows, cfg.migration.gate)
-    phase = migration_phase(_first_row(tables["migration"]), _first_row(tables["controller"]))
-    ids = sorted(int(row["broker_id"]) for row in node_ids(tables).where(F.col("broker_id").isNotNull()).collect())
-    for row in rows:
-        row["title"] = BY_CHECK_ID[row["check_id"]].title
-    report = {
-        "snapshot_id": snapshot_id,
-        "cluster": manifest.get("cluster"),
-        "ensemble": manifest.get("ensemble"),
-        "chroot": manifest.get("chroot"),
-        "snapshot_started_at": manifest.get("started_at"),
-        "target_version": target,
-        "verdict": verdict(row["level"] for row in rows),
-        "phase": phase,
-        "counts": {level: sum(1 for row in rows if row["level"] == level) for level in LEVELS},
-        "rows": rows,
-        "node_ids": ids,
-        "not_visible": [asdict(item) for item in NOT_VISIBLE],
-        "znode_acls_read": "znode_acls" in manifest,
-        "generated_at": datetime.now(UTC).isoformat(),
-    }
-    warehouse.write_json(f"{warehouse.run_dir(snapshot_id)}/readiness.json", report)
-    log.info("migration readiness at target %s: %s (%s); phase %s", target, report["verdict"],
-             ", ".join(f"{level} {n}" for level, n in report["counts"].items() if n) or "no condition",
-             phase["phase"])
-    return report
+def write_by_snapshot(spark: SparkSession, warehouse: Warehouse, table: str, schema: StructType,
+                      rows: Mapping[str, list[dict[str, Any]]]) -> None:
+    """Write ``tables/<table>/snapshot_id=<id>/`` of every snapshot of ``rows`` (snapshot id -> its rows of
+    ``schema``, in file order) in one Spark write partitioned by snapshot, one file per snapshot, with dynamic
+    partition overwrite (other snapshots' folders stay). A snapshot without rows gets an empty Parquet file of the
+    schema, as a plain write of no rows gives."""
+    records = [(sid, position, *(row.get(name) for name in schema.names))
+               for sid, snapshot_rows in rows.items() for position, row in enumerate(snapshot_rows)]
+    if records:
+        frame_schema = StructType([keyed(schema)[KEY], StructField(_POSITION, IntegerType()), *schema.fields])
+        frame = spark.createDataFrame(records, frame_schema)
+        (frame.repartition(KEY).sortWithinPartitions(KEY, _POSITION).drop(_POSITION)
+         .write.partitionBy(KEY).mode("overwrite").option("partitionOverwriteMode", "dynamic")
+         .parquet(warehouse.table_dir(table)))
+    for sid, snapshot_rows in rows.items():
+        if not snapshot_rows:
+            _empty_parquet(warehouse, warehouse.table_dir(table, sid), schema)
+
+
+def write_audit_migration(spark: SparkSession, warehouse: Warehouse, snapshot_ids: Iterable[str],
+                          rows: Mapping[str, list[dict[str, Any]]] | None = None,
+                          gates: Mapping[str, bool] | None = None) -> None:
+    """``audit_migration`` of each snapshot, in one write: from its readiness ``rows`` (none given: all False, as
+    when readiness is off or failed), blockers gating where ``gates`` says so (default: not)."""
+    rows, gates = rows or {}, gates or {}
+    write_by_snapshot(spark, warehouse, AUDIT_TABLE, AUDIT_MIGRATION, {
+        sid: audit_migration_rows(rows.get(sid, []), bool(gates.get(sid, False))) for sid in snapshot_ids})
+
+
+def _collected(frame: DataFrame, snapshot_ids: list[str]) -> list[dict[str, Any]]:
+    """The rows of these snapshots in a small keyed table (one collect for all of them)."""
+    return [row.asDict() for row in frame.where(F.col(KEY).isin(*snapshot_ids)).collect()]
+
+
+def audit_readiness(spark: SparkSession, warehouse: Warehouse, snapshots: Mapping[str, SnapshotReadiness],
+                    tables: Mapping[str, DataFrame], snapshot: DataFrame) -> dict[str, dict[str, Any]]:
+    """Every readiness condition of each snapshot at its target version: the readiness and ``audit_migration``
+    tables (one write each for all snapshots) and each snapshot's ``runs/<id>/readiness.json``; returns the JSON
+    reports by snapshot id (verdict, phase, counts by level, rows blockers first, node ids, the not-visible
+    checklist).
+
+    ``tables`` and ``snapshot`` are the keyed frames holding (at least) these snapshots; the rows of all of them
+    come from one plan and one collect.
+    """
+    ids = list(snapshots)
+    if not ids:
+        return {}
+    by_snapshot: dict[str, list[dict[str, Any]]] = {sid: [] for sid in ids}
+    targets = {sid: ReadinessTarget(item.manifest, item.target) for sid, item in snapshots.items()}
+    for row in run_readiness(tables, snapshot, targets).collect():
+        record = row.asDict()
+        by_snapshot[record.pop(KEY)].append(record)
+    for rows in by_snapshot.values():
+        rows.sort(key=_order)
+    write_by_snapshot(spark, warehouse, READINESS_TABLE, READINESS, by_snapshot)
+    write_audit_migration(spark, warehouse, ids, by_snapshot,
+                          {sid: item.cfg.migration.gate for sid, item in snapshots.items()})
+    phases = migration_phases(ids, _collected(tables["migration"], ids), _collected(tables["controller"], ids))
+    node_ids_of: dict[str, list[int]] = {sid: [] for sid in ids}
+    for row in node_ids(tables).where(F.col("broker_id").isNotNull() & F.col(KEY).isin(*ids)).collect():
+        node_ids_of[row[KEY]].append(int(row["broker_id"]))
+    reports = {}
+    for sid, item in snapshots.items():
+        rows, manifest = by_snapshot[sid], item.manifest
+        for row in rows:
+            row["title"] = BY_CHECK_ID[row["check_id"]].title
+        phase = phases[sid]
+        report = {
+            "snapshot_id": sid,
+            "cluster": manifest.get("cluster"),
+            "ensemble": manifest.get("ensemble"),
+            "chroot": manifest.get("chroot"),
+            "snapshot_started_at": manifest.get("started_at"),
+            "target_version": item.target,
+            "verdict": verdict(row["level"] for row in rows),
+            "phase": phase,
+            "counts": {level: sum(1 for row in rows if row["level"] == level) for level in LEVELS},
+            "rows": rows,
+            "node_ids": sorted(node_ids_of[sid]),
+            "not_visible": [asdict(entry) for entry in NOT_VISIBLE],
+            "znode_acls_read": "znode_acls" in manifest,
+            "generated_at": datetime.now(UTC).isoformat(),
+        }
+        warehouse.write_json(f"{warehouse.run_dir(sid)}/readiness.json", report)
+        log.info("migration readiness of %s at target %s: %s (%s); phase %s", sid, item.target, report["verdict"],
+                 ", ".join(f"{level} {n}" for level, n in report["counts"].items() if n) or "no condition",
+                 phase["phase"])
+        reports[sid] = report
+    return reports
+

@@ -8,13 +8,13 @@ A reaudit reads ``<warehouse>/snapshots/`` only and writes only under ``<warehou
     timeline.html                            checks × snapshots, standalone
     reaudit.json                             what was reaudited, each snapshot's baseline and counts
 
-Snapshots run oldest first through the live audit's own functions (``normalize``, ``run_checks``,
-``finalize_findings``). The history checks and the findings' status of snapshot k compare with the
-snapshot of the same cluster that ``choose_baseline`` picks among those this reaudit has done: the
-previous one. The live findings, tables and baselines are never read nor written. The normalized
-tables are written to ``tables/`` of the reaudit and read back for the checks, as the live audit does,
-and removed at the end. A snapshot that cannot be reaudited is logged and skipped; the next one of its
-cluster compares with the last one that could.
+The snapshots are one batch of the live audit's own function (``audit.job.audit_batch``), which differs only
+in its baselines and its output folder: the history checks and the findings' status of snapshot k compare
+with the snapshot of the same cluster that ``choose_baseline`` picks among the earlier ones of the reaudit
+(the previous one), all in one plan. The live findings, tables and baselines are never read nor written. The
+normalized tables are written to ``tables/`` of the reaudit and read back for the checks, as the live audit
+does, and removed at the end. Should the batch fail, the snapshots are reaudited one by one: one that cannot
+be is logged and skipped, and the next one of its cluster compares with the last one that could.
 """
 
 from __future__ import annotations
@@ -29,17 +29,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from kafka_zk_audit.audit.checks import run_checks
-from kafka_zk_audit.audit.findings import finalize_findings
-from kafka_zk_audit.audit.job import SUPPRESSED_HISTORY, load_baseline, read_table, size_spark_to
-from kafka_zk_audit.audit.normalize import normalize
+from kafka_zk_audit.audit.batch import Batch, BatchSnapshot
+from kafka_zk_audit.audit.job import audit_batch
+from kafka_zk_audit.audit.keyed_io import read_keyed
 from kafka_zk_audit.contract.catalogue import BY_ID, CHECK_IDS
-from kafka_zk_audit.contract.schemas import SNAPSHOT, TABLES
+from kafka_zk_audit.contract.schemas import FINDINGS, KEY, TABLES
 from kafka_zk_audit.contract.settings import AuditConfig, load_config, parse_duration
 from kafka_zk_audit.contract.warehouse import Warehouse, choose_baseline, ensemble_identity
 
@@ -156,79 +154,85 @@ def timeline_rows(snapshot: StoredSnapshot, counts: Mapping[tuple[str, str], int
     return rows
 
 
-def reaudit_snapshot(spark: SparkSession, warehouse: Warehouse, work: Warehouse, snapshot: StoredSnapshot,
-                     baseline_id: str | None, config_path: str | None) -> dict[str, Any]:
-    """Re-run every check on one stored snapshot; its findings go to the reaudit (``work``). Returns its
-    figures, with ``timeline`` rows."""
-    started = time.monotonic()
-    sid, manifest = snapshot.snapshot_id, snapshot.manifest
-    cfg = load_config(config_path).for_cluster(manifest.get("cluster") or "")
-    now_ms = int(snapshot.started_at.timestamp() * 1000)
-    small = size_spark_to(spark, int(manifest.get("znodes") or 0))
-
-    normalized = normalize(spark.read.schema(SNAPSHOT).parquet(warehouse.snapshot_dir(sid)))
-    try:
-        for name, df in normalized.items():
-            (df.coalesce(1) if small else df).write.mode("overwrite").parquet(work.table_dir(name, sid))
-    finally:
-        normalized.release()
-    tables = {name: read_table(spark, work, name, sid) for name in TABLES}
-    previous_tables, previous_findings = load_baseline(spark, work, baseline_id)  # from this reaudit
-
-    raw = run_checks(tables, previous_tables or None, cfg, now_ms).persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        finalized = finalize_findings(raw, sid, previous_findings, cfg)
-    finally:
-        raw.unpersist()
-    try:
-        finalized.suppressed.coalesce(1).write.mode("overwrite").parquet(work.table_dir(SUPPRESSED_HISTORY, sid))
-        finalized.findings.coalesce(1).write.mode("overwrite").parquet(work.findings_dir(sid))
-        counts = {(row["check_id"], row["severity"]): int(row["n"]) for row in
-                  finalized.findings.groupBy("check_id", "severity").agg(F.count(F.lit(1)).alias("n")).collect()}
-    finally:
-        finalized.unpersist()
-    stats = finalized.stats
-    result = {
-        "snapshot_id": sid,
-        "cluster": snapshot.cluster,
-        "started_at": snapshot.started_at.isoformat(),
-        "baseline_snapshot_id": baseline_id,
-        "znodes": int(manifest.get("znodes") or 0),
-        "findings": sum(counts.values()),
-        "new_findings": int(stats["new"]),
-        "resolved_findings": int(stats["resolved"]),
-        "suppressed_findings": int(stats.get("suppressed", 0)),
-        "explained_findings": int(stats.get("explained", 0)),
-        "checks": {check_id: n for check_id in CHECK_IDS
-                   if (n := sum(v for (c, _), v in counts.items() if c == check_id))},
-        "seconds": round(time.monotonic() - started, 2),
-        "timeline": timeline_rows(snapshot, counts, cfg),
-    }
-    log.info("reaudited %s (%s znodes, baseline %s): %d findings, %d new, %d resolved in %.1fs", sid,
-             result["znodes"], baseline_id or "none", result["findings"], result["new_findings"],
-             result["resolved_findings"], result["seconds"])
-    return result
-
-
-# -- the whole reaudit --------------------------------------------------------------------------
-def run_reaudit(spark: SparkSession, warehouse: Warehouse, reaudit_id: str, snapshots: Iterable[StoredSnapshot],
-                config_path: str | None) -> dict[str, Any]:
-    """Reaudit the snapshots (oldest first), write the timeline, its page and ``reaudit.json``; returns the latter."""
-    started = time.monotonic()
-    root = reaudit_dir(warehouse, reaudit_id)
-    work = Warehouse(root)
+def _batch(snapshots: Sequence[StoredSnapshot], config_path: str | None) -> Batch:
+    """The reaudit's batch: oldest first, each snapshot's baseline the previous one of its cluster in the batch."""
+    settings = load_config(config_path)
     done: list[tuple[str, Mapping[str, Any]]] = []
-    results, failed = [], []
-    for snapshot in sorted(snapshots, key=lambda s: (s.started_at, s.snapshot_id)):
-        baseline_id = choose_baseline(snapshot.snapshot_id, snapshot.manifest, done)
+    members = []
+    for snapshot in snapshots:
+        cluster = snapshot.manifest.get("cluster") or ""
+        members.append(BatchSnapshot(snapshot.snapshot_id, cluster, settings.for_cluster(cluster),
+                                     int(snapshot.started_at.timestamp() * 1000),
+                                     choose_baseline(snapshot.snapshot_id, snapshot.manifest, done), snapshot.manifest))
+        done.append((snapshot.snapshot_id, snapshot.manifest))
+    return Batch(tuple(members))
+
+
+def _one_by_one(spark: SparkSession, warehouse: Warehouse, work: Warehouse, snapshots: Sequence[StoredSnapshot],
+                config_path: str | None) -> tuple[dict[str, dict[str, Any]], dict[str, str | None], list[dict]]:
+    """After the batch failed: each snapshot alone, oldest first, against the last one of its cluster that could
+    be reaudited; one that cannot is logged and skipped."""
+    settings = load_config(config_path)
+    done: list[tuple[str, Mapping[str, Any]]] = []
+    results, baselines, failed = {}, {}, []
+    for snapshot in snapshots:
+        cluster = snapshot.manifest.get("cluster") or ""
+        baseline = choose_baseline(snapshot.snapshot_id, snapshot.manifest, done)
+        member = BatchSnapshot(snapshot.snapshot_id, cluster, settings.for_cluster(cluster),
+                               int(snapshot.started_at.timestamp() * 1000), baseline, snapshot.manifest)
         try:
-            results.append(reaudit_snapshot(spark, warehouse, work, snapshot, baseline_id, config_path))
+            results.update(audit_batch(spark, warehouse, Batch((member,)), output=work, for_gate=False))
+            baselines[snapshot.snapshot_id] = baseline
             done.append((snapshot.snapshot_id, snapshot.manifest))
         except Exception as exc:  # bad data in one snapshot never stops the others
             log.exception("the reaudit of snapshot %s failed; going on with the others", snapshot.snapshot_id)
             failed.append({"snapshot_id": snapshot.snapshot_id, "cluster": snapshot.cluster,
                            "error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:400]})
-    timeline = [row for result in results for row in result.pop("timeline")]
+    return results, baselines, failed
+
+
+# -- the whole reaudit --------------------------------------------------------------------------
+def run_reaudit(spark: SparkSession, warehouse: Warehouse, reaudit_id: str, snapshots: Iterable[StoredSnapshot],
+                config_path: str | None) -> dict[str, Any]:
+    """Reaudit the snapshots in one batch (should it fail, one by one, oldest first); write the timeline, its page
+    and ``reaudit.json``; returns the latter."""
+    started = time.monotonic()
+    root = reaudit_dir(warehouse, reaudit_id)
+    work = Warehouse(root)
+    ordered = sorted(snapshots, key=lambda s: (s.started_at, s.snapshot_id))
+    batch = _batch(ordered, config_path)
+    failed: list[dict] = []
+    try:
+        figures = audit_batch(spark, warehouse, batch, output=work, for_gate=False)
+        baselines = {s.snapshot_id: s.baseline_id for s in batch.snapshots}
+    except Exception:
+        log.exception("the reaudit of the %d snapshot(s) together failed; reauditing them one by one", len(ordered))
+        figures, baselines, failed = _one_by_one(spark, warehouse, work, ordered, config_path)
+    done = [s for s in ordered if s.snapshot_id in figures]
+    counts: dict[str, dict[tuple[str, str], int]] = {s.snapshot_id: {} for s in done}
+    if done:
+        findings = read_keyed(spark, work.findings_dir(), [s.snapshot_id for s in done], FINDINGS)
+        for row in findings.groupBy(KEY, "check_id", "severity").agg(F.count(F.lit(1)).alias("n")).collect():
+            counts[row[KEY]][(row["check_id"], row["severity"])] = int(row["n"])
+    results, timeline = [], []
+    for snapshot in done:
+        sid, figure = snapshot.snapshot_id, figures[snapshot.snapshot_id]
+        config = batch[sid].config
+        results.append({
+            "snapshot_id": sid,
+            "cluster": snapshot.cluster,
+            "started_at": snapshot.started_at.isoformat(),
+            "baseline_snapshot_id": baselines[sid],
+            "znodes": int(snapshot.manifest.get("znodes") or 0),
+            "findings": figure["findings"],
+            "new_findings": figure["new_findings"],
+            "resolved_findings": figure["resolved_findings"],
+            "suppressed_findings": figure["suppressed_findings"],
+            "explained_findings": figure["explained_findings"],
+            "checks": {check_id: n for check_id, n in figure["checks"].items() if n},
+            "seconds": figure["seconds"],
+        })
+        timeline += timeline_rows(snapshot, counts[sid], config)
     spark.createDataFrame(timeline, TIMELINE).coalesce(1).write.mode("overwrite").parquet(f"{root}/timeline")
     for name in TABLES:  # the normalized tables served the checks only
         work.remove(work.table_dir(name))

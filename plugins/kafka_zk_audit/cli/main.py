@@ -128,20 +128,27 @@ def _named(value: str) -> tuple[str | None, str]:
 
 
 def _targets(args: argparse.Namespace, connections: dict[str, dict[str, Any]]) -> tuple[list[dict], str | None]:
-    """The clusters to audit from ``--zk``/``--conn-id`` (each reachable), or the problem."""
+    """The clusters to audit from ``--zk``/``--conn-id``, or the problem.
+
+    A malformed ``--zk`` is refused. An unreachable one is refused when it is the only cluster; in a fleet it
+    is audited like the others, as the DAG does: the run goes on for the reachable clusters and reports the
+    dead one by name (and exits non-zero)."""
     given = [("zk", v) for v in args.zk] + [("conn", v) for v in args.conn_id]
+    fleet = len(given) > 1
     clusters = []
     for index, (kind, value) in enumerate(given):
         name, target = _named(value)
-        name = name or ("default" if len(given) == 1 else f"cluster{index + 1}")
+        name = name or ("default" if not fleet else f"cluster{index + 1}")
         if kind == "zk":
-            conn_id = f"{CLI_CONN_ID}_{index}" if len(given) > 1 else CLI_CONN_ID
+            conn_id = f"{CLI_CONN_ID}_{index}" if fleet else CLI_CONN_ID
             try:
                 problem = _zookeeper_connection(target, conn_id, connections,
                                                 reachable=not getattr(args, "from_files", None))
             except ValueError as exc:
-                problem = str(exc)
-            if problem:
+                return [], str(exc)
+            if problem and not problem.startswith("--zk") and fleet:
+                print(f"kafka-zk-audit: cluster {name}: {problem}; the run goes on and reports it", file=sys.stderr)
+            elif problem:
                 return [], problem
         else:
             conn_id = target

@@ -165,10 +165,11 @@ TABLES: dict[str, StructType] = {
     "unreadable_znodes": _struct(("kind", S), ("reason", S), *ORIGIN),
 }
 
-# The contract's findings columns, in order.
+# The contract's findings columns, in order. ``cluster`` is the fleet name of the snapshot's cluster (as every
+# table of the audit carries it, last), so findings can be queried by cluster with any engine.
 FINDINGS = _struct(
     ("snapshot_id", S), ("check_id", S), ("severity", S), ("topic", S), ("partition", I), ("group_id", S),
-    ("broker_id", I), ("path", S), ("detail", S), ("first_seen", S), ("status", S),
+    ("broker_id", I), ("path", S), ("detail", S), ("first_seen", S), ("status", S), ("cluster", S),
 )
 # What a check function returns: the findings columns a check can know by itself. explained is True
 # for a row whose cause the check knows and which is no problem (e.g. the offsets of a recreated topic

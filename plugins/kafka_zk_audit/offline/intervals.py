@@ -38,6 +38,7 @@ from kafka_zk_audit.audit.normalize import controller as controller_family
 from kafka_zk_audit.audit.normalize import topics as topics_family
 from kafka_zk_audit.audit.normalize.common import name_part, to_int
 from kafka_zk_audit.contract.catalogue import BY_ID
+from kafka_zk_audit.contract.schemas import KEY
 
 BASE = "base"
 CREATE_OPS = ("create", "create2", "createContainer", "createTTL")
@@ -95,8 +96,10 @@ def znode_versions(changes: DataFrame) -> DataFrame:
 
 
 def _snapshot_rows(versions: DataFrame) -> DataFrame:
-    """Existing states of the checked kinds as rows of the snapshot schema, for the live normalizer."""
+    """Existing states of the checked kinds as rows of the keyed snapshot schema (one key: the logs), for the
+    live normalizer."""
     return versions.where(F.col("exists") & F.col("path").rlike(CHECKED_PATHS)).select(
+        F.lit("logs").alias(KEY),
         "path", "data", "czxid", F.col("zxid").alias("mzxid"), F.lit(None).cast("long").alias("pzxid"),
         F.col("ctime_ms").alias("ctime"), F.unix_millis("time").alias("mtime"), "version",
         F.lit(None).cast("int").alias("cversion"), F.lit(None).cast("int").alias("aversion"),

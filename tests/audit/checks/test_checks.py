@@ -20,11 +20,12 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from kafka_zk_audit.audit.checks import CHECK_FUNCTIONS, run_checks
-from kafka_zk_audit.audit.normalize import normalize
-from kafka_zk_audit.contract.catalogue import CHECK_IDS
 from kafka_zk_audit.audit.checks.common import BASELINE_ID
+from kafka_zk_audit.audit.job import read_snapshots
+from kafka_zk_audit.audit.normalize import normalize
 from kafka_zk_audit.audit.params import params_frame
-from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, KEY, SNAPSHOT, TABLES, keyed
+from kafka_zk_audit.contract.catalogue import CHECK_IDS
+from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, KEY, TABLES, keyed
 from kafka_zk_audit.contract.settings import load_config, parse_config
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.snapshot.connection import ZkSettings
@@ -330,6 +331,13 @@ def with_snapshot_id(tables: dict[str, DataFrame], snapshot_id: str) -> dict[str
     return {name: frame.withColumn(BASELINE_ID, F.lit(snapshot_id)) for name, frame in tables.items()}
 
 
+def baseline_of(tables: dict[str, DataFrame], snapshot_id: str) -> dict[str, DataFrame]:
+    """Keyed tables of a snapshot as the baseline of ``snapshot_id``: keyed by it, their own id as
+    baseline_snapshot_id."""
+    return {name: frame.withColumn(BASELINE_ID, F.col(KEY)).withColumn(KEY, F.lit(snapshot_id))
+            for name, frame in tables.items()}
+
+
 def params_of(spark: SparkSession, config: Any, now_ms: int, snapshot_id: str = "") -> DataFrame:
     """The PARAMS row of one test snapshot (SNAPSHOT_KEY unless named)."""
     return params_frame(spark, {snapshot_id or SNAPSHOT_KEY: (config, now_ms)})
@@ -428,7 +436,8 @@ def results(small_data_spark: SparkSession) -> dict[str, list[tuple]]:
         **collect_by_label({"healthy": run_checks(healthy, healthy, params_of(spark, load_config(None), NOW))}),
         **collect_by_label({
             "broken": run_checks(broken, broken_before, params_of(spark, parse_config(BROKEN_CONFIG), NOW)),
-            "broken_no_baseline": run_checks(broken, None, params_of(spark, parse_config(BROKEN_CONFIG), NOW), check_ids=(
+            "broken_no_baseline": run_checks(broken, None, params_of(spark, parse_config(BROKEN_CONFIG), NOW),
+                                             check_ids=(
                 "leader_epoch_regressed", "controller_epoch_regressed", "offset_regressed",
             )),
         }),
@@ -581,11 +590,10 @@ def normalized_snapshot(spark: SparkSession, zk_hosts: str, chroot: str, warehou
     checkpoint: computed once, when a check first needs it, and planned from there (as the audit job
     plans its checks from the written tables)."""
     manifest = take_snapshot(zk_hosts, chroot, warehouse, snapshot_id)
-    tables = normalize(spark.read.schema(SNAPSHOT).parquet(warehouse.snapshot_dir(snapshot_id)))
+    tables = normalize(read_snapshots(spark, warehouse, [snapshot_id]))
     try:
         yield (
-            {name: table.withColumn("snapshot_id", F.lit(snapshot_id)).coalesce(1).localCheckpoint(eager=False)
-             for name, table in tables.items()},
+            {name: table.coalesce(1).localCheckpoint(eager=False) for name, table in tables.items()},
             int(datetime.fromisoformat(manifest["started_at"]).timestamp() * 1000),
         )
     finally:
@@ -611,7 +619,8 @@ def test_clean_cluster_of_every_era_has_no_finding_of_any_severity(
         with normalized_snapshot(spark, zk_server.hosts, zk_chroot, warehouse, "20260101T000000Z") as (before, _):
             sim.advance()
             with normalized_snapshot(spark, zk_server.hosts, zk_chroot, warehouse, "20260101T010000Z") as (now, ms):
-                found = collect_by_label({era: run_checks(now, before, load_config(None), ms)})[era]
+                params = params_of(spark, load_config(None), ms, "20260101T010000Z")
+                found = collect_by_label({era: run_checks(now, baseline_of(before, "20260101T010000Z"), params)})[era]
                 readiness = readiness_of(spark, now, warehouse, "20260101T010000Z", "3.9")
             expected_readiness = expected_rows(inherent_readiness(sim), "3.9")
     assert found == []
@@ -626,6 +635,6 @@ def readiness_of(spark: SparkSession, tables: dict[str, DataFrame], warehouse: W
     from kafka_zk_audit.audit.checks.readiness import run_readiness
     from kafka_zk_audit.contract.warehouse import read_manifest
 
-    raw = spark.read.schema(SNAPSHOT).parquet(warehouse.snapshot_dir(snapshot_id))
-    rows = run_readiness(tables, raw, read_manifest(warehouse, snapshot_id), target).collect()
+    raw = read_snapshots(spark, warehouse, [snapshot_id])
+    rows = run_readiness(tables, raw, {snapshot_id: (read_manifest(warehouse, snapshot_id), target)}).collect()
     return [row.asDict() for row in rows]

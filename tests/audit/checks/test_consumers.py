@@ -5,22 +5,32 @@ The expected owners are the hand-worked tables of :mod:`tests.range_examples`, n
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Iterator
+from functools import reduce
 
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit.checks import consumers
+from kafka_zk_audit.contract.schemas import KEY
 from tests.audit.checks.test_checks import (
+    EXPECTED_BROKEN,
+    PREVIOUS_SNAPSHOT,
+    broken_previous_rows,
+    broken_rows,
     collect_by_label,
     consumer,
+    make_frame,
     make_tables,
     merge,
+    offset,
     owner,
     small_data_settings,
     topic,
+    with_snapshot_id,
 )
 from tests.range_examples import NUMERIC_THREAD_ORDER_OWNERS, WORKED_EXAMPLES, RangeExample, assert_range_shape
 
@@ -171,3 +181,120 @@ def test_owned_wildcard_groups_are_clean_and_gaps_are_found(results: dict[str, l
 def test_pykafka_groups_skip_the_range_check(results: dict[str, list[tuple]]) -> None:
     # white: w1-0 owns all 4 partitions of its two topics, as range gives with one thread.
     assert results["wild_mismatch"] == []
+
+
+# ---------------------------------------------------------------------------------------------------
+# Several snapshots in one plan: each gets exactly what it gets alone
+
+CONSUMER_TABLES = ("topics", "assignments", "consumer_registrations", "consumer_owners", "consumer_offsets")
+BROKEN, HEALTHY, BARE = "20261122T060000Z", "20261123T060000Z", "20261124T060000Z"
+SNAPSHOTS = (BROKEN, HEALTHY, BARE)
+CONSUMER_CHECK_IDS = {
+    "owner_not_registered", "partition_unowned", "partition_multiply_owned", "owner_assignment_mismatch",
+    "offset_invalid", "offset_for_unknown_partition", "offset_regressed",
+}
+
+
+def _consumer_rows(rows: dict[str, list], snapshot_id: str) -> dict[str, list]:
+    """The tables the consumer checks read, every row keyed by snapshot_id."""
+    return {name: [{**row, KEY: snapshot_id} for row in rows.get(name, [])] for name in CONSUMER_TABLES}
+
+
+def _healthy_alpha_rows() -> dict[str, list]:
+    """A clean group g1 on a topic alpha, as the broken cluster names them, with other partitions, threads and
+    offsets below the broken cluster's previous ones; the wildcard group w subscribes to this snapshot's topics
+    ending in "a" only (the broken cluster's beta, gamma and delta too end in "a")."""
+    rows = merge(topic("alpha", {p: [1] for p in range(6)}, czxid=0x10), topic("omega", {0: [1]}, czxid=0x11))
+    # threads g1_c1-0, g1_c1-1, g1_c2-0 over 6 partitions: two each.
+    threads = {0: "g1_c1-0", 1: "g1_c1-0", 2: "g1_c1-1", 3: "g1_c1-1", 4: "g1_c2-0", 5: "g1_c2-0"}
+    return merge(rows, {
+        "consumer_registrations": [consumer("g1", "g1_c1", {"alpha": 2}), consumer("g1", "g1_c2", {"alpha": 1}),
+                                   consumer("w", "w1", {".*a": 1}, pattern="white_list")],
+        "consumer_owners": [owner("g1", "alpha", p, thread) for p, thread in threads.items()]
+        + [owner("w", "alpha", p, "w1-0") for p in range(6)] + [owner("w", "omega", 0, "w1-0")],
+        "consumer_offsets": [offset("g1", "alpha", p, 10 + p) for p in range(6)],
+    })
+
+
+def _consumer_checks(tables: dict[str, DataFrame], previous: dict[str, DataFrame] | None) -> dict[str, DataFrame]:
+    """Every consumer check, and the range assignment itself, over these tables."""
+    t = tables
+    before = (lambda name: None) if previous is None else previous.get
+    args = (t["consumer_registrations"], t["consumer_owners"], t["assignments"], t["topics"])
+    return {
+        "subscriptions": consumers.subscriptions(t["consumer_registrations"], t["topics"]),
+        "range_assignment": consumers.range_assignment(t["consumer_registrations"], t["assignments"], t["topics"]),
+        "owner_not_registered": consumers.owner_not_registered(t["consumer_owners"], t["consumer_registrations"]),
+        "partition_unowned": consumers.partition_unowned(*args),
+        "partition_multiply_owned": consumers.partition_multiply_owned(t["consumer_owners"]),
+        "owner_assignment_mismatch": consumers.owner_assignment_mismatch(*args),
+        "offset_invalid": consumers.offset_invalid(t["consumer_offsets"]),
+        "offset_for_unknown_partition": consumers.offset_for_unknown_partition(
+            t["consumer_offsets"], t["assignments"], t["topics"]),
+        "offset_regressed": consumers.offset_regressed(
+            t["consumer_offsets"], t["topics"], before("consumer_offsets"), before("topics")),
+    }
+
+
+def _collect_keyed(runs: dict[str, dict[str, DataFrame]]) -> dict[str, dict[str, list[tuple[str, str]]]]:
+    """Every run's frames in ONE Spark action: run -> label -> sorted (snapshot_id, the row's other columns as
+    JSON)."""
+    frames = [
+        frame.select(F.lit(run).alias("run"), F.lit(label).alias("label"), F.col(KEY),
+                     F.to_json(F.struct(*[c for c in frame.columns if c != KEY])).alias("row"))
+        for run, labelled in runs.items() for label, frame in labelled.items()
+    ]
+    out: dict[str, dict[str, list[tuple[str, str]]]] = {
+        run: {label: [] for label in labelled} for run, labelled in runs.items()}
+    for row in reduce(DataFrame.unionByName, frames).collect():
+        out[row["run"]][row["label"]].append((row[KEY], row["row"]))
+    return {run: {label: sorted(rows) for label, rows in labelled.items()} for run, labelled in out.items()}
+
+
+@pytest.fixture(scope="module")
+def batched(small_data_spark: SparkSession) -> dict[str, dict[str, list[tuple[str, str]]]]:
+    """The consumer checks over three snapshots at once and over each alone.
+
+    BROKEN is the broken cluster (with its baseline); HEALTHY has the same group and topic names, clean, and
+    no baseline; BARE has one topic, no consumers at all (empty tables) and a baseline with offsets.
+    """
+    spark = small_data_spark
+
+    def tables(rows: dict[str, list], snapshot_id: str) -> dict[str, DataFrame]:
+        keyed_rows = _consumer_rows(rows, snapshot_id)
+        return {name: make_frame(spark, name, keyed_rows[name]) for name in CONSUMER_TABLES}
+
+    bare = topic("alpha", {0: [1], 1: [1]}, czxid=0x40)
+    current = {BROKEN: tables(broken_rows(), BROKEN), HEALTHY: tables(_healthy_alpha_rows(), HEALTHY),
+               BARE: tables(bare, BARE)}
+    bare_before = merge(bare, {"consumer_offsets": [offset("g1", "alpha", 0, 5)]})
+    previous = {BROKEN: with_snapshot_id(tables(broken_previous_rows(), BROKEN), PREVIOUS_SNAPSHOT),
+                BARE: with_snapshot_id(tables(bare_before, BARE), "20261124T050000Z")}
+
+    def union(frames: list[dict[str, DataFrame]]) -> dict[str, DataFrame]:
+        return {name: reduce(DataFrame.unionByName, [f[name] for f in frames]) for name in frames[0]}
+
+    runs = {"together": _consumer_checks(union(list(current.values())), union(list(previous.values())))}
+    for snapshot_id, snapshot_tables in current.items():
+        runs[snapshot_id] = _consumer_checks(snapshot_tables, previous.get(snapshot_id))
+    return _collect_keyed(runs)
+
+
+def test_snapshots_together_equal_each_alone(batched: dict[str, dict[str, list[tuple[str, str]]]]) -> None:
+    for label, rows in batched["together"].items():
+        assert rows == sorted(row for snapshot_id in SNAPSHOTS for row in batched[snapshot_id][label]), label
+
+
+def test_each_snapshot_alone_has_its_own_findings(batched: dict[str, dict[str, list[tuple[str, str]]]]) -> None:
+    def subjects(snapshot_id: str) -> set[tuple]:
+        fields = ("check_id", "topic", "partition", "group_id", "broker_id", "path")
+        return {tuple(json.loads(row).get(field) for field in fields)
+                for label, rows in batched[snapshot_id].items() if label in CONSUMER_CHECK_IDS for _, row in rows}
+
+    assert subjects(BROKEN) == {row for row in EXPECTED_BROKEN if row[0] in CONSUMER_CHECK_IDS}
+    assert subjects(HEALTHY) == set()
+    assert subjects(BARE) == set()
+    # Each snapshot's own topics and threads: HEALTHY's alpha has 6 partitions over g1's 3 threads (w: 1).
+    assert {json.loads(row)["topic"] for _, row in batched[HEALTHY]["subscriptions"]} == {"alpha", "omega"}
+    assert len(batched[HEALTHY]["range_assignment"]) == 6 + 6 + 1
+    assert batched[BARE]["range_assignment"] == []

@@ -12,6 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit.checks import admin, consumers, controller, partitions
+from kafka_zk_audit.audit.checks.common import BASELINE_ID
 from tests.audit.checks.test_checks import (
     NOW,
     broker,
@@ -115,11 +116,11 @@ def results(small_data_spark: SparkSession) -> dict[str, list[tuple]]:
     def epoch(value: int, ctime: int) -> DataFrame:
         return frame("controller_epoch", [{"epoch": value, "path": "/controller_epoch", "ctime": ctime}])
 
-    epoch_before = epoch(9, 100).withColumn("snapshot_id", F.lit(BEFORE))
+    epoch_before = epoch(9, 100).withColumn(BASELINE_ID, F.lit(BEFORE))
     topics = frame("topics", [{"topic": "t", "partition_count": 1, "czxid": 5, "path": "/brokers/topics/t"}])
     offsets_before = frame("consumer_offsets", [
         _offset("deleted-group", "t", 0, 900, ctime=1_000), _offset("rewound", "t", 0, 900, ctime=1_000),
-    ]).withColumn("snapshot_id", F.lit(BEFORE))
+    ]).withColumn(BASELINE_ID, F.lit(BEFORE))
     offsets_now = frame("consumer_offsets", [
         _offset("deleted-group", "t", 0, 20, ctime=NOW - 60_000), _offset("rewound", "t", 0, 20, ctime=1_000),
     ])

@@ -12,6 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from kafka_zk_audit.audit.checks import migration
 from tests.audit.checks.test_checks import HOUR, MINUTE, NOW, collect_by_label, make_frame, small_data_settings
+from tests.audit.checks.test_scenarios import params
 
 pytestmark = pytest.mark.spark
 
@@ -46,22 +47,23 @@ def results(spark: SparkSession) -> Iterator[dict[str, list[tuple]]]:
             return make_frame(spark, "controller", list(rows))
 
         dual = m(_migration(4200, 3000, 5, mtime=NOW - 2 * STALE))
+        limits = params(spark, dual_write_stale_after_ms=STALE, load_stuck_after_ms=STUCK)
         yield collect_by_label({
             # dual writes: /migration older than the limit → stalled; at the limit or fresh → fine
-            "stalled": migration.migration_dual_write_stalled(dual, c(_kraft_controller()), NOW, STALE),
+            "stalled": migration.migration_dual_write_stalled(dual, c(_kraft_controller()), limits),
             "fresh_dual_write": migration.migration_dual_write_stalled(
-                m(_migration(4200, 3000, 5, mtime=NOW - STALE)), c(_kraft_controller()), NOW, STALE),
+                m(_migration(4200, 3000, 5, mtime=NOW - STALE)), c(_kraft_controller()), limits),
             # an old /migration under a ZooKeeper-mode controller is a reverted attempt (readiness R01), not a stall
-            "reverted_not_stalled": migration.migration_dual_write_stalled(dual, c(_zk_controller()), NOW, STALE),
-            "no_migration_stall": migration.migration_dual_write_stalled(m(), c(_zk_controller()), NOW, STALE),
+            "reverted_not_stalled": migration.migration_dual_write_stalled(dual, c(_zk_controller()), limits),
+            "no_migration_stall": migration.migration_dual_write_stalled(m(), c(_zk_controller()), limits),
             # offset -1 for longer than the limit: waiting for brokers, or loading
             "waiting": migration.migration_stuck(
-                m(_migration(-1, mtime=NOW - 2 * STUCK)), c(_zk_controller()), NOW, STUCK),
+                m(_migration(-1, mtime=NOW - 2 * STUCK)), c(_zk_controller()), limits),
             "loading": migration.migration_stuck(
-                m(_migration(-1, 3000, 5, mtime=NOW - 2 * STUCK)), c(_kraft_controller()), NOW, STUCK),
+                m(_migration(-1, 3000, 5, mtime=NOW - 2 * STUCK)), c(_kraft_controller()), limits),
             "waiting_briefly": migration.migration_stuck(
-                m(_migration(-1, mtime=NOW - STUCK)), c(_zk_controller()), NOW, STUCK),
-            "done_not_stuck": migration.migration_stuck(dual, c(_kraft_controller()), NOW, STUCK),
+                m(_migration(-1, mtime=NOW - STUCK)), c(_zk_controller()), limits),
+            "done_not_stuck": migration.migration_stuck(dual, c(_kraft_controller()), limits),
             # history: the load restarting under a new leader
             "crash_loop": migration.migration_crash_loop(
                 m(_migration(-1, 3001, 7)), c(_kraft_controller(3001, 7)),
@@ -146,3 +148,16 @@ def test_the_metadata_offset_going_back(results: dict[str, list[tuple]]) -> None
 ])
 def test_migration_phase(migration_row: dict | None, controller_row: dict | None, phase: str) -> None:
     assert migration.migration_phase(migration_row, controller_row)["phase"] == phase
+
+
+def test_migration_phase_of_each_snapshot() -> None:
+    """Keyed rows of several snapshots: each snapshot's phase from its own rows (none: not started)."""
+    rows = {"a": (_migration(-1), _zk_controller()), "b": (_migration(4200, 3000, 5), _kraft_controller())}
+    phases = migration.migration_phases(
+        ["a", "b", "c"],
+        [{"snapshot_id": key, **m} for key, (m, _c) in rows.items()],
+        [{"snapshot_id": key, **c} for key, (_m, c) in [*rows.items(), ("c", (None, _zk_controller()))]],
+    )
+    assert {key: phase["phase"] for key, phase in phases.items()} == {
+        "a": "waiting_for_brokers", "b": "dual_write", "c": "not_started"}
+    assert phases["b"] == migration.migration_phase(*rows["b"])

@@ -17,7 +17,8 @@ from pyspark.sql.types import StructType
 
 from kafka_zk_audit.audit.checks import readiness as checks
 from kafka_zk_audit.audit.normalize import normalize
-from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, READINESS, SNAPSHOT, TABLES
+from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, KEY, READINESS, SNAPSHOT, TABLES, keyed
+from tests.audit.checks.test_checks import SNAPSHOT_KEY
 
 pytestmark = pytest.mark.spark
 
@@ -25,7 +26,11 @@ TOPIC_ID = "sKbFfR5lQ3SSCvzDK7SNfg"
 
 
 def frame(spark: SparkSession, schema: StructType, rows: list[dict[str, Any]]) -> DataFrame:
+    """A keyed frame of ``schema`` from dict rows: snapshot_id SNAPSHOT_KEY unless a row names its own."""
+    schema = keyed(schema)
     records = [{column: row.get(column) for column in schema.names} for row in rows]
+    for record in records:
+        record[KEY] = record[KEY] or SNAPSHOT_KEY
     return spark.createDataFrame(pa.Table.from_pylist(records, schema=to_arrow_schema(schema)))
 
 
@@ -33,8 +38,13 @@ def table(spark: SparkSession, name: str, rows: list[dict[str, Any]] | None = No
     return frame(spark, TABLES[name], rows or [])
 
 
+def ids(spark: SparkSession, *snapshot_ids: str) -> DataFrame:
+    """The snapshots judged (default: SNAPSHOT_KEY alone)."""
+    return checks.snapshot_keys(spark, snapshot_ids or (SNAPSHOT_KEY,))
+
+
 def subjects(rows: DataFrame, *columns: str) -> list[tuple]:
-    assert [(f.name, f.dataType) for f in rows.schema] == [(f.name, f.dataType) for f in CHECK_OUTPUT]
+    assert [(f.name, f.dataType) for f in rows.schema] == [(f.name, f.dataType) for f in keyed(CHECK_OUTPUT)]
     found = [tuple(row[c] for c in columns) for row in rows.collect()]
     return sorted(found, key=lambda subject: [(value is None, str(value)) for value in subject])
 
@@ -79,7 +89,7 @@ def test_replicas_on_unregistered_brokers(spark: SparkSession) -> None:
         {"topic": "a", "partition": 1, "replicas": [2, 1001], "path": "/brokers/topics/a"},
         {"topic": "gone", "partition": 0, "replicas": [9], "path": "/brokers/topics/gone"},
     ])
-    registered = spark.createDataFrame([(1,), (2,)], "broker_id int")
+    registered = spark.createDataFrame([(SNAPSHOT_KEY, 1), (SNAPSHOT_KEY, 2)], "snapshot_id string, broker_id int")
     markers = table(spark, "admin_markers", [{"kind": "delete_topic", "topic": "gone",
                                               "path": "/admin/delete_topics/gone"}])
     zk = table(spark, "controller", [{"broker_id": 1, "is_ephemeral": True, "kraft_controller_epoch": -1}])
@@ -277,16 +287,18 @@ def test_ibp_lower_bounds(spark: SparkSession) -> None:
     none = table(spark, "malformed_znodes")
     unread = table(spark, "unreadable_znodes")
     enabled_v2 = table(spark, "feature", [{"version": 2, "status": 1, "features": "{}", "path": "/feature"}])
-    assert subjects(checks.kraft_ibp_too_low(brokers, enabled_v2, none, unread), "broker_id", "path") == [
+    assert subjects(checks.kraft_ibp_too_low(ids(spark), brokers, enabled_v2, none, unread), "broker_id",
+                    "path") == [
         (0, "/brokers/ids/0"), (1, "/brokers/ids/1"), (4, "/brokers/ids/4")]
     v5 = table(spark, "brokers", [brk(5)])
     for feature in ({"version": 1, "status": 1}, {"version": 2, "status": 0}):
-        rows = checks.kraft_ibp_too_low(v5, table(spark, "feature", [{**feature, "path": "/feature"}]), none, unread)
+        rows = checks.kraft_ibp_too_low(ids(spark), v5, table(spark, "feature", [{**feature, "path": "/feature"}]),
+                                        none, unread)
         assert subjects(rows, "path") == [("/feature",)]
-    absent = checks.kraft_ibp_too_low(v5, table(spark, "feature"), none, unread)
+    absent = checks.kraft_ibp_too_low(ids(spark), v5, table(spark, "feature"), none, unread)
     assert subjects(absent, "path") == [("/feature",)] and "absent" in absent.collect()[0].detail
     hidden = table(spark, "unreadable_znodes", [{"path": "/feature", "reason": "no_read_permission"}])
-    assert subjects(checks.kraft_ibp_too_low(v5, table(spark, "feature"), none, hidden), "path") == []
+    assert subjects(checks.kraft_ibp_too_low(ids(spark), v5, table(spark, "feature"), none, hidden), "path") == []
 
 
 # --- R17, R18, R19, R20 --------------------------------------------------------------------------------------
@@ -296,16 +308,17 @@ def test_cluster_id_and_controller_epoch_missing(spark: SparkSession) -> None:
     none = table(spark, "malformed_znodes")
     unread = table(spark, "unreadable_znodes")
     present = table(spark, "cluster_id", [{"cluster_id": "abc", "version": "1", "path": "/cluster/id"}])
-    assert subjects(checks.kraft_cluster_id_missing(present, none, unread), "path") == []
-    assert subjects(checks.kraft_cluster_id_missing(table(spark, "cluster_id"), none, unread), "path") == [
+    assert subjects(checks.kraft_cluster_id_missing(ids(spark), present, none, unread), "path") == []
+    assert subjects(checks.kraft_cluster_id_missing(ids(spark), table(spark, "cluster_id"), none, unread), "path") == [
         ("/cluster/id",)]
     broken = table(spark, "malformed_znodes", [{"kind": "controller_epoch", "reason": "not an integer",
                                                 "path": "/controller_epoch"}])
-    rows = checks.kraft_controller_epoch_missing(table(spark, "controller_epoch"), broken, unread).collect()
+    rows = checks.kraft_controller_epoch_missing(ids(spark), table(spark, "controller_epoch"), broken,
+                                                 unread).collect()
     assert [(r.path, r.detail.split(":")[0]) for r in rows] == [
         ("/controller_epoch", "/controller_epoch is unparseable (not an integer)")]
     epoch = table(spark, "controller_epoch", [{"epoch": 3, "data_version": 2, "path": "/controller_epoch"}])
-    assert subjects(checks.kraft_controller_epoch_missing(epoch, none, unread), "path") == []
+    assert subjects(checks.kraft_controller_epoch_missing(ids(spark), epoch, none, unread), "path") == []
 
 
 def test_producer_id_block_unparseable(spark: SparkSession) -> None:
@@ -323,10 +336,10 @@ def test_secured_znodes_hide_digest_hashes(spark: SparkSession) -> None:
         "/controller": ["digest:kafka:Zm9vYmFyaGFzaA==:cdrwa"],
         "/admin": ["world:anyone:cdrw"],
     }
-    rows = checks.kraft_secured_znodes(spark, acls)
+    rows = checks.kraft_secured_znodes(spark, {SNAPSHOT_KEY: acls})
     assert subjects(rows, "path") == [("/config",), ("/controller",)]
     assert all("Zm9vYmFyaGFzaA" not in row.detail for row in rows.collect())
-    assert subjects(checks.kraft_secured_znodes(spark, None), "path") == []
+    assert subjects(checks.kraft_secured_znodes(spark, {SNAPSHOT_KEY: None}), "path") == []
 
 
 # --- R14 and the whole run ---------------------------------------------------------------------------------
@@ -386,8 +399,8 @@ def test_a_clean_39_cluster_is_ready_with_no_row_at_any_target(spark: SparkSessi
     tables = normalize(snapshot, persist=False)
     acls = {"/brokers": ["world:anyone:cdrwa"], "/config": ["world:anyone:cdrwa"]}
     for target in ("3.4", "3.5.0", "3.6.1", "3.9"):
-        rows = checks.run_readiness(tables, snapshot, {"znode_acls": acls}, target)
-        assert [(f.name, f.dataType) for f in rows.schema] == [(f.name, f.dataType) for f in READINESS]
+        rows = checks.run_readiness(tables, snapshot, {SNAPSHOT_KEY: ({"znode_acls": acls}, target)})
+        assert [(f.name, f.dataType) for f in rows.schema] == [(f.name, f.dataType) for f in keyed(READINESS)]
         assert rows.collect() == [], target
     assert [row.broker_id for row in checks.node_ids(tables).collect()] == [1, 2, 3]
 
@@ -400,9 +413,136 @@ def test_run_readiness_levels_and_remedies_follow_the_target(spark: SparkSession
     tables = normalize(snapshot, persist=False)
 
     def levels(target: str) -> dict[str, str]:
-        rows = checks.run_readiness(tables, snapshot, {}, target).collect()
+        rows = checks.run_readiness(tables, snapshot, {SNAPSHOT_KEY: ({}, target)}).collect()
         assert all(row.remedy and row.condition_id for row in rows)
         return {row.check_id: row.level for row in rows}
 
     assert levels("3.4") == {"kraft_pending_topic_deletion": "blocker", "kraft_scram_credentials": "blocker"}
     assert levels("3.9") == {"kraft_pending_topic_deletion": "warn", "kraft_scram_credentials": "info"}
+
+
+# --- many snapshots in one plan -----------------------------------------------------------------------------
+
+FIRST, SECOND = "20261122T060000Z-a", "20261122T060000Z-b"
+
+
+def planted_pair() -> dict[str, tuple[list[dict[str, Any]], dict[str, Any], str]]:
+    """Two snapshots (raw rows, manifest, target) with different plants and targets. The first, at 3.4: a pending
+    deletion, a SCRAM user, a delegation token, an ACL and a secured znode. The second, at 3.9: no broker, cluster
+    id, controller epoch or /feature (empty tables for its key), a replica on broker 1001, a used /brokers/seqid,
+    the same token (no problem at 3.9) and ACL (information at 3.9)."""
+    token = znode("/delegation_token/tokens/tok", {"version": 1, "owner": "User:alice", "renewers": [],
+                                                   "issueTimestamp": 1, "maxTimestamp": 2, "expiryTimestamp": 2,
+                                                   "tokenId": "tok"})
+    acl = znode("/kafka-acl/Topic/orders", {"version": 1, "acls": [
+        {"principal": "User:alice", "permissionType": "Allow", "operation": "Read", "host": "*"}]})
+    first = clean_39_snapshot() + [
+        znode("/admin/delete_topics/orders"),
+        znode("/config/users/alice", {"version": 1, "config": {"SCRAM-SHA-512": FINGERPRINT}}),
+        znode("/delegation_token"), znode("/delegation_token/tokens"), token,
+        znode("/kafka-acl"), znode("/kafka-acl/Topic"), acl,
+    ]
+    dropped = ("/brokers/ids/", "/cluster/id", "/controller_epoch", "/feature")
+    second = [row for row in clean_39_snapshot() if not row["path"].startswith(dropped)]
+    second = [row for row in second if row["path"] not in ("/brokers/seqid", "/brokers/topics/orders")] + [
+        znode("/brokers/seqid", version=3),
+        znode("/brokers/topics/orders", {"version": 3, "topic_id": TOPIC_ID, "partitions": {"0": [1001], "1": [1]},
+                                         "adding_replicas": {}, "removing_replicas": {}}),
+        znode("/delegation_token"), znode("/delegation_token/tokens"), token,
+        znode("/kafka-acl"), znode("/kafka-acl/Topic"), acl,
+    ]
+    secured = {"/brokers": ["world:anyone:cdrwa"], "/config": ["sasl:kafka:cdrwa"]}
+    return {FIRST: (first, {"znode_acls": secured}, "3.4"), SECOND: (second, {}, "3.9")}
+
+
+def keyed_snapshot(spark: SparkSession, plants: dict[str, tuple[list[dict[str, Any]], dict[str, Any], str]]
+                   ) -> DataFrame:
+    return frame(spark, SNAPSHOT, [{**row, KEY: sid} for sid, (rows, _, _) in plants.items() for row in rows])
+
+
+def readiness_rows(spark: SparkSession, plants: dict[str, tuple[list[dict[str, Any]], dict[str, Any], str]]
+                   ) -> list[tuple]:
+    snapshot = keyed_snapshot(spark, plants)
+    tables = normalize(snapshot, persist=False)
+    rows = checks.run_readiness(tables, snapshot, {sid: (manifest, target) for sid, (_, manifest, target)
+                                                   in plants.items()})
+    assert [(f.name, f.dataType) for f in rows.schema] == [(f.name, f.dataType) for f in keyed(READINESS)]
+    return sorted((tuple(row) for row in rows.collect()), key=repr)
+
+
+def test_snapshots_computed_together_equal_each_computed_alone(spark: SparkSession) -> None:
+    plants = planted_pair()
+    together = readiness_rows(spark, plants)
+    alone = {sid: readiness_rows(spark, {sid: plant}) for sid, plant in plants.items()}
+    assert together == sorted(alone[FIRST] + alone[SECOND], key=repr)
+    levels = {sid: {(row[2], row[3]) for row in rows} for sid, rows in alone.items()}
+    assert levels[FIRST] >= {("kraft_pending_topic_deletion", "blocker"), ("kraft_scram_credentials", "blocker"),
+                             ("kraft_delegation_tokens", "blocker"), ("kraft_acls_present", "blocker"),
+                             ("kraft_secured_znodes", "high")}
+    assert levels[SECOND] == {
+        ("kraft_acls_present", "info"), ("kraft_replica_on_unregistered_broker", "blocker"),
+        ("kraft_generated_broker_ids", "high"), ("kraft_ibp_too_low", "blocker"),
+        ("kraft_cluster_id_missing", "blocker"), ("kraft_controller_epoch_missing", "blocker"),
+    }
+    # node ids too: each snapshot its own
+    snapshot = keyed_snapshot(spark, plants)
+    ids_of = {sid: [] for sid in plants}
+    for row in checks.node_ids(normalize(snapshot, persist=False)).collect():
+        ids_of[row[KEY]].append(row.broker_id)
+    assert ids_of == {FIRST: [1, 2, 3], SECOND: [1, 1001]}
+
+
+def test_audit_readiness_writes_every_snapshot_once(spark: SparkSession, tmp_path: Any) -> None:
+    """One call for two snapshots (one with rows, one without) writes each one's folder of both tables and its
+    JSON; the folder of a snapshot outside the call stays, and a snapshot's stale rows go."""
+    import pyarrow.parquet as pq
+
+    from kafka_zk_audit.audit.readiness import (
+        AUDIT_MIGRATION,
+        AUDIT_TABLE,
+        READINESS_TABLE,
+        SnapshotReadiness,
+        audit_readiness,
+        write_audit_migration,
+        write_by_snapshot,
+    )
+    from kafka_zk_audit.contract.settings import load_config
+    from kafka_zk_audit.contract.warehouse import Warehouse
+
+    warehouse, cfg = Warehouse(str(tmp_path / "wh")), load_config(None)
+    clean, other = "20261122T060000Z-clean", "20261122T050000Z-other"
+    plants = planted_pair()
+    plants = {FIRST: plants[FIRST], clean: (clean_39_snapshot(), {}, "3.9")}
+    # earlier runs: another snapshot, and stale rows of the clean one
+    stale = {"condition_id": "R05", "check_id": "kraft_pending_topic_deletion", "level": "warn", "path": "/x"}
+    write_by_snapshot(spark, warehouse, READINESS_TABLE, READINESS, {other: [stale], clean: [stale]})
+    write_audit_migration(spark, warehouse, [other])
+    snapshot = keyed_snapshot(spark, plants)
+    tables = normalize(snapshot, persist=False)
+    reports = audit_readiness(spark, warehouse, {
+        sid: SnapshotReadiness({**manifest, "cluster": "c"}, cfg, target) for sid, (_, manifest, target)
+        in plants.items()}, tables, snapshot)
+
+    def files(table: str, sid: str) -> list[str]:
+        folder = tmp_path / "wh" / "tables" / table / f"snapshot_id={sid}"
+        return sorted(p.name for p in folder.iterdir() if p.name.endswith(".parquet"))
+
+    def read(table: str, sid: str) -> list[dict[str, Any]]:
+        found = pq.read_table(warehouse.table_dir(table, sid))
+        return found.to_pylist()
+
+    first = reports[FIRST]
+    assert first["verdict"] == "blocked" and first["target_version"] == "3.4" and first["cluster"] == "c"
+    assert first["phase"]["phase"] == "not_started" and first["node_ids"] == [1, 2, 3]
+    assert [row["check_id"] for row in read(READINESS_TABLE, FIRST)] == [row["check_id"] for row in first["rows"]]
+    assert len(read(AUDIT_TABLE, FIRST)) == len(first["rows"]) == sum(first["counts"].values())
+    assert reports[clean]["verdict"] == "ready" and reports[clean]["rows"] == []
+    empty = pq.read_table(warehouse.table_dir(READINESS_TABLE, clean))
+    assert empty.num_rows == 0 and empty.schema.names == READINESS.names
+    assert read(AUDIT_TABLE, clean) == [{**{name: None for name in AUDIT_MIGRATION.names},
+                                         **{name: False for name in AUDIT_MIGRATION.names[8:]}}]
+    assert len(read(AUDIT_TABLE, other)) == len(read(READINESS_TABLE, other)) == 1  # untouched
+    for sid in (FIRST, clean):
+        assert all(len(files(table, sid)) == 1 for table in (READINESS_TABLE, AUDIT_TABLE)), sid
+        assert warehouse.read_json(f"{warehouse.run_dir(sid)}/readiness.json")["verdict"] == reports[sid]["verdict"]
+    assert pq.read_table(warehouse.table_dir(AUDIT_TABLE, FIRST)).schema.names == AUDIT_MIGRATION.names

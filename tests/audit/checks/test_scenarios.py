@@ -10,10 +10,13 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from kafka_zk_audit.audit.checks import admin, brokers_topics, consumers, controller, partitions
+from kafka_zk_audit.audit.params import PARAMETERS, PARAMS, params_row
+from kafka_zk_audit.contract.settings import load_config
 from tests.audit.checks.test_checks import (
     HOUR,
     MINUTE,
     NOW,
+    SNAPSHOT_KEY,
     broker,
     collect_by_label,
     consumer,
@@ -32,6 +35,12 @@ SLA = 24 * HOUR
 def small_data_spark(spark: SparkSession) -> Iterator[SparkSession]:
     with small_data_settings(spark):
         yield spark
+
+
+def params(spark: SparkSession, now_ms: int = NOW, snapshot_id: str = SNAPSHOT_KEY, **values: int) -> DataFrame:
+    """The PARAMS row of one snapshot: the default settings at ``now_ms``, with the given parameters instead."""
+    row = {**params_row(load_config(None), now_ms), **values}
+    return spark.createDataFrame([(snapshot_id, *(row[name] for name in PARAMETERS))], PARAMS)
 
 
 def _controller(broker_id: int | None, session: int | None, ephemeral: bool = True, kraft_epoch: int = -1) -> dict:
@@ -61,6 +70,8 @@ def results(small_data_spark: SparkSession) -> dict[str, list[tuple]]:
     brokers = frame("brokers", [broker(1, 0x101, "kafka1:9092"), broker(2, 0x102, "kafka2:9092")])
     topics = frame("topics", [{"topic": "t", "partition_count": 2, "czxid": 5, "path": "/brokers/topics/t"}])
     no_epoch = frame("controller_epoch", [])
+    at_sla = params(spark, delete_topic_sla_ms=SLA, reassignment_sla_ms=SLA)
+    no_sla = params(spark, delete_topic_sla_ms=0, reassignment_sla_ms=0, preferred_election_sla_ms=0)
 
     def controllers(*rows: dict) -> DataFrame:
         return frame("controller", list(rows))
@@ -113,8 +124,8 @@ def results(small_data_spark: SparkSession) -> dict[str, list[tuple]]:
     empty = {name: frame(name, []) for name in ("configs", "partition_states", "consumer_offsets", "consumer_owners")}
 
     return collect_by_label({
-        "missing": controller.controller_missing(controllers()),
-        "present": controller.controller_missing(controllers(_controller(1, 0x101))),
+        "missing": controller.controller_missing(controllers(), params(spark)),
+        "present": controller.controller_missing(controllers(_controller(1, 0x101)), params(spark)),
         "missing_is_not_dead": controller.controller_not_alive(controllers(), brokers),
         "dead": controller.controller_not_alive(controllers(_controller(9, 0x109)), brokers),
         "kraft_migration": controller.controller_not_alive(
@@ -131,15 +142,16 @@ def results(small_data_spark: SparkSession) -> dict[str, list[tuple]]:
         "no_controller_epoch": partitions.partition_epoch_ahead_of_controller(
             frame("partitions", derive_partitions(dead_isr_rows)), no_epoch, controllers(), frame("migration", [])),
         "reassigning_rf": partitions.replication_factor_inconsistent(reassigning),
-        "delete_at_sla": admin.delete_topic_stuck(markers, topics, NOW, SLA),
-        "reassignment_over_sla": admin.reassignment_stuck(markers, NOW, SLA),
-        "fresh_delete": admin.delete_topic_stuck(fresh_markers, topics, NOW, 0),
-        "fresh_reassignment": admin.reassignment_stuck(fresh_markers, NOW, 0),
-        "fresh_election": admin.preferred_election_stuck(fresh_markers, NOW, 0),
+        "delete_at_sla": admin.delete_topic_stuck(markers, topics, at_sla),
+        "reassignment_over_sla": admin.reassignment_stuck(markers, at_sla),
+        "fresh_delete": admin.delete_topic_stuck(fresh_markers, topics, no_sla),
+        "fresh_reassignment": admin.reassignment_stuck(fresh_markers, no_sla),
+        "fresh_election": admin.preferred_election_stuck(fresh_markers, no_sla),
         "reassignment_valid": admin.reassignment_invalid(
             markers, frame("assignments", [{"topic": "t", "partition": 1, "replicas": [1]}]), brokers,
             controllers(_controller(1, 0x101))),
-        "backlog": admin.notification_backlog(queues, NOW, 100, 30 * MINUTE),
+        "backlog": admin.notification_backlog(
+            queues, params(spark, backlog_max_children=100, backlog_max_age_ms=30 * MINUTE)),
         "hostless_endpoints": brokers_topics.broker_endpoint_conflict(hostless),
         "ephemeral_brokers": brokers_topics.broker_registration_not_ephemeral(brokers),
         "owner_remnants": brokers_topics.deleted_topic_remnants(

@@ -4,7 +4,9 @@ Singleton znodes (/controller, /feature, …) appear more than once, told apart 
 encoding version (and the corpus case of that singleton) fits in one snapshot: the normalizer works row
 by row. Examples marked "seed" are real data published in articles on Kafka's ZooKeeper layout (000 to
 004: the project's seed articles), kept as published apart from obvious typos. Each table is
-collected once (module fixture); the tests only look at Python rows.
+collected once (module fixture); the tests only look at Python rows. The input is a ``keyed(SNAPSHOT)``
+frame; every row of every table carries its snapshot's ``snapshot_id``, checked and dropped on collection.
+Two snapshots normalized together give exactly what each gives alone (the last test).
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
-from kafka_zk_audit.audit.normalize import normalize
-from kafka_zk_audit.contract.schemas import SNAPSHOT, TABLES
+from kafka_zk_audit.audit.normalize import NormalizedTables, normalize
+from kafka_zk_audit.contract.schemas import KEY, SNAPSHOT, TABLES, keyed
 from kafka_zk_audit_testing.malformed_corpus import DEFAULT_CTIME, load_malformed_corpus, znode_row
 
 pytestmark = pytest.mark.spark
@@ -30,6 +34,19 @@ ENCRYPTED = (
     "salt:c2FsdA==,iterations:4096,encryptedPassword:c2VjcmV0LXBhc3N3b3Jk,passwordLength:8,initializationVector:aXY="
 )
 SCRAM = "salt=c2FsdA==,stored_key=c3RvcmVk,server_key=c2VydmVy,iterations=4096"
+SNAPSHOT_ID = "20260101T000000Z"
+
+
+def snapshot_frame(spark: SparkSession, rows: list[tuple], snapshot_id: str = SNAPSHOT_ID) -> DataFrame:
+    """Snapshot rows (``znode_row`` tuples) as a ``keyed(SNAPSHOT)`` frame of one snapshot."""
+    return spark.createDataFrame([(snapshot_id, *row) for row in rows], keyed(SNAPSHOT))
+
+
+def collect_unkeyed(frame: DataFrame, snapshot_id: str = SNAPSHOT_ID) -> list[dict[str, Any]]:
+    """The frame's rows as dicts without the key, once every row is checked to carry ``snapshot_id``."""
+    rows = [row.asDict(recursive=True) for row in frame.collect()]
+    assert {row.pop(KEY) for row in rows} <= {snapshot_id}
+    return rows
 
 ZNODES: list[tuple] = [
     # --- brokers: v1 0.8.0 hand-built, v1 seed, v2, v3 rack present/absent/null, v4, v5
@@ -372,10 +389,8 @@ def tables(spark) -> dict[str, Any]:
     ]
     rows = ZNODES + corpus
     # One input partition: fewer tasks per table on the shared 2-core machine.
-    normalized = normalize(spark.createDataFrame(rows, SNAPSHOT).coalesce(1))
-    collected: dict[str, Any] = {
-        name: [row.asDict(recursive=True) for row in frame.collect()] for name, frame in normalized.items()
-    }
+    normalized = normalize(snapshot_frame(spark, rows).coalesce(1))
+    collected: dict[str, Any] = {name: collect_unkeyed(frame) for name, frame in normalized.items()}
     collected["_schemas"] = {name: frame.schema for name, frame in normalized.items()}
     normalized.release()
     return collected
@@ -398,7 +413,13 @@ def endpoint(listener: str, protocol: str, host: str | None, port: int) -> dict:
 def test_every_table_has_exactly_its_schema(tables):
     assert set(tables["_schemas"]) == set(TABLES)
     for name, schema in TABLES.items():
-        assert tables["_schemas"][name] == schema, name
+        assert tables["_schemas"][name] == keyed(schema), name
+
+
+def test_a_frame_without_snapshot_id_is_refused(spark):
+    unkeyed = spark.createDataFrame([znode_row("/controller_epoch", "1")], SNAPSHOT)
+    with pytest.raises(ValueError, match=KEY):
+        normalize(unkeyed, persist=False)
 
 
 def test_every_corpus_case_has_exactly_its_malformed_row(tables):
@@ -842,3 +863,49 @@ def test_consumer_offsets_numbers_only_when_decimal(tables):
         4: (None, ""),
         5: (None, "99999999999999999999"),
     }
+
+
+# Two snapshots normalized together. A: every valid znode, the malformed corpus, an unreadable znode and
+# partition states without an assignment (topic2/7, shared/0); B: nearly nothing, but an assignment of
+# shared/0 without a state, which the partitions join must not pair with A's state.
+SHARED_STATE = '{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":[1]}'
+BUSY = [
+    *ZNODES,
+    *(znode_row(case.path, case.data, mzxid=CORPUS_MZXID, ephemeral_owner=case.ephemeral_owner) for case in CORPUS),
+    znode_row("/config/users/carol", None, unreadable="no_read_permission"),
+    znode_row("/brokers/topics/shared/partitions/0/state", SHARED_STATE),
+]
+QUIET = [
+    znode_row("/brokers/ids", None, num_children=0),
+    znode_row("/brokers/topics/shared", '{"version":1,"partitions":{"0":[2]}}'),
+]
+
+
+def every_row(normalized: NormalizedTables) -> dict[str, list[str]]:
+    """Each table's rows as sorted JSON texts (one Spark job for all tables), then the cache released."""
+    frames = [frame.select(F.lit(name).alias("table"), F.to_json(F.struct("*")).alias("row"))
+              for name, frame in normalized.items()]
+    union = frames[0]
+    for frame in frames[1:]:
+        union = union.union(frame)
+    rows: dict[str, list[str]] = {name: [] for name in normalized}
+    for row in union.collect():
+        rows[row["table"]].append(row["row"])
+    normalized.release()
+    return {name: sorted(texts) for name, texts in rows.items()}
+
+
+def test_two_snapshots_together_give_the_union_of_each_alone(spark):
+    busy, quiet = snapshot_frame(spark, BUSY, "busy"), snapshot_frame(spark, QUIET, "quiet")
+    together = every_row(normalize(busy.union(quiet).coalesce(1)))
+    alone_busy, alone_quiet = every_row(normalize(busy.coalesce(1))), every_row(normalize(quiet.coalesce(1)))
+    for name in TABLES:
+        assert together[name] == sorted(alone_busy[name] + alone_quiet[name]), name
+    # The cases the batch must keep apart are there: malformed, unreadable and unassigned in "busy" only.
+    assert alone_busy["malformed_znodes"] and not alone_quiet["malformed_znodes"]
+    assert alone_busy["unreadable_znodes"] and not alone_quiet["unreadable_znodes"]
+    assert alone_quiet["topics"] and not alone_quiet["brokers"]
+    shared = [row for row in together["partitions"] if '"topic":"shared"' in row]
+    assert len(shared) == 2
+    assert any('"snapshot_id":"busy"' in row and '"assigned":false,"has_state":true' in row for row in shared)
+    assert any('"snapshot_id":"quiet"' in row and '"assigned":true,"has_state":false' in row for row in shared)

@@ -8,14 +8,16 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 from kazoo.security import make_acl, make_digest_acl
+from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit.checks.znodes import unreadable_znode
 from kafka_zk_audit.audit.normalize import normalize
-from kafka_zk_audit.contract.schemas import SNAPSHOT
+from kafka_zk_audit.contract.schemas import KEY, SNAPSHOT
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.snapshot.connection import ZkSettings
 from kafka_zk_audit.snapshot.walker import write_snapshot
 from kafka_zk_audit_testing.malformed_corpus import znode_row
+from tests.audit.normalize.test_normalize import snapshot_frame
 
 pytestmark = pytest.mark.spark
 
@@ -45,7 +47,7 @@ def collect(frame) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def tables(spark) -> dict[str, list[dict[str, Any]]]:
-    normalized = normalize(spark.createDataFrame(ROWS, SNAPSHOT).coalesce(1))
+    normalized = normalize(snapshot_frame(spark, ROWS).coalesce(1))
     wanted = ("malformed_znodes", "unreadable_znodes", "configs", "topics", "delegation_tokens")
     collected = {name: collect(normalized[name]) for name in wanted}
     normalized.release()
@@ -99,7 +101,9 @@ def test_a_secure_cluster_audited_without_permission_gives_info_findings_only(sp
     warehouse = Warehouse(str(tmp_path / "wh"))
     write_snapshot(reader, settings, warehouse, "20260101T000000Z")
     reader.stop()
-    normalized = normalize(spark.read.schema(SNAPSHOT).parquet(warehouse.snapshot_dir("20260101T000000Z")))
+    snapshot_id = "20260101T000000Z"
+    snapshot = spark.read.schema(SNAPSHOT).parquet(warehouse.snapshot_dir(snapshot_id))
+    normalized = normalize(snapshot.select(F.lit(snapshot_id).alias(KEY), "*"))
     findings = collect(unreadable_znode(normalized["unreadable_znodes"]))
     malformed = collect(normalized["malformed_znodes"])
     configs = {row["path"] for row in collect(normalized["configs"])}

@@ -110,7 +110,7 @@ _CALLS: dict[str, Callable[[CheckInputs], DataFrame]] = {
     "leader_epoch_regressed": lambda i: partitions.leader_epoch_regressed(
         i.tables["partitions"], i.tables["topics"], i.before("partitions"), i.before("topics")
     ),
-    "controller_missing": lambda i: controller.controller_missing(i.tables["controller"]),
+    "controller_missing": lambda i: controller.controller_missing(i.tables["controller"], i.params),
     "controller_not_alive": lambda i: controller.controller_not_alive(i.tables["controller"], i.tables["brokers"]),
     "controller_session_mismatch": lambda i: controller.controller_session_mismatch(
         i.tables["controller"], i.tables["brokers"]

@@ -3,12 +3,11 @@
 One clock: every age is ``snapshot start - ctime``, where the snapshot start (``now_ms``, the
 manifest's ``started_at``) is the auditor's clock and ctime is ZooKeeper's, never the wall clock at
 check time; the details name both instants. A marker written during the walk has a negative age and
-is never overdue.
+is never overdue. The clock and the SLAs and limits are each snapshot's ``params`` (audit.params), joined
+on the snapshot key.
 """
 
 from __future__ import annotations
-
-from datetime import UTC, datetime
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -18,11 +17,13 @@ from kafka_zk_audit.audit.checks.common import (
     empty_ints,
     instant,
     int_list,
-    kraft_migration,
-    registered_broker_ids,
     say,
     to_output,
+    with_kraft_migration,
+    with_registered_brokers,
 )
+from kafka_zk_audit.audit.params import with_params
+from kafka_zk_audit.contract.schemas import KEY
 
 # The controller deletes these children once it has processed them (at once, and all at failover).
 CONTROLLER_QUEUES = ("isr_change", "log_dir_event")
@@ -39,54 +40,57 @@ def _markers(admin_markers: DataFrame, kind: str) -> DataFrame:
     return admin_markers.where(F.col("kind") == kind)
 
 
-def _age_ms(now_ms: int) -> Column:
-    return F.lit(now_ms).cast("long") - F.col("ctime")
+def _age_ms(ctime: str = "ctime") -> Column:
+    """A znode's age at the snapshot start: now_ms (rows with that parameter) - its ``ctime``."""
+    return F.col("now_ms").cast("long") - F.col(ctime)
 
 
-def _older_than(now_ms: int, sla_ms: int) -> Column:
-    return F.col("ctime").isNotNull() & (_age_ms(now_ms) > F.lit(sla_ms))
+def _overdue(markers: DataFrame, params: DataFrame, sla: str) -> DataFrame:
+    """The markers older than their snapshot's SLA (parameter ``sla``), with columns now_ms and ``sla``."""
+    return with_params(markers, params, "now_ms", sla).where(
+        F.col("ctime").isNotNull() & (_age_ms() > F.col(sla)))
 
 
-def _snapshot_start(now_ms: int) -> str:
-    return datetime.fromtimestamp(now_ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def _snapshot_start() -> Column:
+    """The snapshot start (rows with the now_ms parameter) as e.g. 2027-01-15T08:00:00Z."""
+    return instant("now_ms")
 
 
-def _age_text(now_ms: int, sla_ms: int, suffix: str = "") -> Column:
-    """'3d (SLA 1d; age = snapshot start 2027-01-15T08:00:00Z - znode ctime 2027-01-12T08:00:00Z)'."""
-    return say("%s%s (SLA %s; age = snapshot start %s - znode ctime %s)", duration(_age_ms(now_ms)), F.lit(suffix),
-               duration(F.lit(sla_ms).cast("long")), F.lit(_snapshot_start(now_ms)), instant("ctime"))
+def _age_text(sla: str, suffix: str = "") -> Column:
+    """'3d (SLA 1d; age = snapshot start 2027-01-15T08:00:00Z - znode ctime 2027-01-12T08:00:00Z)' (rows with
+    the now_ms and ``sla`` parameters)."""
+    return say("%s%s (SLA %s; age = snapshot start %s - znode ctime %s)", duration(_age_ms()), F.lit(suffix),
+               duration(F.col(sla)), _snapshot_start(), instant("ctime"))
 
 
-def delete_topic_stuck(admin_markers: DataFrame, topics: DataFrame, now_ms: int, sla_ms: int) -> DataFrame:
-    """An /admin/delete_topics/<t> marker of an existing topic is not older than its SLA."""
-    rows = (
-        _markers(admin_markers, "delete_topic")
-        .where(_older_than(now_ms, sla_ms))
-        .join(topics.select("topic"), "topic", "left_semi")
-    )
+def delete_topic_stuck(admin_markers: DataFrame, topics: DataFrame, params: DataFrame) -> DataFrame:
+    """An /admin/delete_topics/<t> marker of an existing topic is not older than its SLA (delete_topic_sla_ms)."""
+    rows = _overdue(_markers(admin_markers, "delete_topic"), params, "delete_topic_sla_ms").join(
+        topics.select(KEY, "topic"), [KEY, "topic"], "left_semi")
     return to_output(
         rows, "delete_topic_stuck", topic="topic", path="path",
         detail=say("topic %s marked for deletion %s and /brokers/topics/%s still exists",
-                   "topic", _age_text(now_ms, sla_ms, " ago"), "topic"),
+                   "topic", _age_text("delete_topic_sla_ms", " ago"), "topic"),
     )
 
 
 def delete_marker_orphaned(admin_markers: DataFrame, topics: DataFrame) -> DataFrame:
     """An /admin/delete_topics/<t> marker names a topic that exists."""
-    rows = _markers(admin_markers, "delete_topic").join(topics.select("topic"), "topic", "left_anti")
+    rows = _markers(admin_markers, "delete_topic").join(topics.select(KEY, "topic"), [KEY, "topic"], "left_anti")
     return to_output(
         rows, "delete_marker_orphaned", topic="topic", path="path",
         detail=say("deletion marker for topic %s, which has no /brokers/topics/%s", "topic", "topic"),
     )
 
 
-def reassignment_stuck(admin_markers: DataFrame, now_ms: int, sla_ms: int) -> DataFrame:
-    """No /admin/reassign_partitions entry is older than its SLA (an entry's age is its znode's)."""
-    rows = _markers(admin_markers, "reassignment").where(_older_than(now_ms, sla_ms))
+def reassignment_stuck(admin_markers: DataFrame, params: DataFrame) -> DataFrame:
+    """No /admin/reassign_partitions entry is older than its SLA (reassignment_sla_ms; an entry's age is its
+    znode's)."""
+    rows = _overdue(_markers(admin_markers, "reassignment"), params, "reassignment_sla_ms")
     return to_output(
         rows, "reassignment_stuck", topic="topic", partition="partition", path="path",
         detail=say("reassignment of %s-%s to replicas %s pending for %s",
-                   "topic", "partition", int_list("replicas"), _age_text(now_ms, sla_ms)),
+                   "topic", "partition", int_list("replicas"), _age_text("reassignment_sla_ms")),
     )
 
 
@@ -98,12 +102,10 @@ def reassignment_invalid(
     During a ZK → KRaft migration brokers already running in KRaft mode are alive but absent from
     /brokers/ids, so the target brokers are not checked then.
     """
-    known = assignments.select("topic", "partition").distinct().withColumn("known_partition", F.lit(True))
+    known = assignments.select(KEY, "topic", "partition").distinct().withColumn("known_partition", F.lit(True))
+    marked = _markers(admin_markers, "reassignment").join(known, [KEY, "topic", "partition"], "left")
     rows = (
-        _markers(admin_markers, "reassignment")
-        .join(known, ["topic", "partition"], "left")
-        .crossJoin(registered_broker_ids(brokers))
-        .crossJoin(kraft_migration(controller))
+        with_kraft_migration(with_registered_brokers(marked, brokers), controller)
         .withColumn("unknown", F.array_except(F.coalesce("replicas", empty_ints()), F.col("registered_brokers")))
         .withColumn(
             "problems",
@@ -123,60 +125,62 @@ def reassignment_invalid(
     )
 
 
-def preferred_election_stuck(admin_markers: DataFrame, now_ms: int, sla_ms: int) -> DataFrame:
-    """No /admin/preferred_replica_election entry is older than its SLA."""
-    rows = _markers(admin_markers, "preferred_election").where(_older_than(now_ms, sla_ms))
+def preferred_election_stuck(admin_markers: DataFrame, params: DataFrame) -> DataFrame:
+    """No /admin/preferred_replica_election entry is older than its SLA (preferred_election_sla_ms)."""
+    rows = _overdue(_markers(admin_markers, "preferred_election"), params, "preferred_election_sla_ms")
     return to_output(
         rows, "preferred_election_stuck", topic="topic", partition="partition", path="path",
         detail=say("preferred replica election of %s-%s pending for %s",
-                   "topic", "partition", _age_text(now_ms, sla_ms)),
+                   "topic", "partition", _age_text("preferred_election_sla_ms")),
     )
 
 
-def _controller_queue_backlog(notifications: DataFrame, now_ms: int, max_children: int, max_age_ms: int) -> DataFrame:
-    queues = (
+def _controller_queue_backlog(notifications: DataFrame, params: DataFrame) -> DataFrame:
+    queues = with_params(
         notifications.where(F.col("kind").isin(*CONTROLLER_QUEUES))
-        .groupBy("parent")
-        .agg(F.count(F.lit(1)).alias("children"), F.min("ctime").alias("oldest_ctime"))
-        .withColumn("oldest_age_ms", F.lit(now_ms).cast("long") - F.col("oldest_ctime"))
-    )
-    rows = queues.where((F.col("children") > max_children) | (F.col("oldest_age_ms") > max_age_ms))
+        .groupBy(KEY, "parent")
+        .agg(F.count(F.lit(1)).alias("children"), F.min("ctime").alias("oldest_ctime")),
+        params, "now_ms", "backlog_max_children", "backlog_max_age_ms",
+    ).withColumn("oldest_age_ms", _age_ms("oldest_ctime"))
+    rows = queues.where((F.col("children") > F.col("backlog_max_children"))
+                        | (F.col("oldest_age_ms") > F.col("backlog_max_age_ms")))
     return rows.select(
-        "parent",
+        KEY, "parent",
         say("%s child znode(s), the oldest %s old (limits: %s children, %s; age = snapshot start %s - "
-            "ctime %s)", "children", duration("oldest_age_ms"), F.lit(max_children), duration(F.lit(max_age_ms)),
-            F.lit(_snapshot_start(now_ms)), instant("oldest_ctime")).alias("detail"),
+            "ctime %s)", "children", duration("oldest_age_ms"), "backlog_max_children",
+            duration("backlog_max_age_ms"), _snapshot_start(), instant("oldest_ctime")).alias("detail"),
     )
 
 
-def _purged_queue_backlog(notifications: DataFrame, now_ms: int, max_age_ms: int) -> DataFrame:
+def _purged_queue_backlog(notifications: DataFrame, params: DataFrame) -> DataFrame:
     """Children the brokers should have purged: more than 15 min (+ max_age of slack for clocks) older
     than the newest change they have surely processed (one at least max_age old at snapshot start)."""
-    children = notifications.where(F.col("kind").isin(*BROKER_PURGED_QUEUES) & F.col("ctime").isNotNull())
+    children = with_params(
+        notifications.where(F.col("kind").isin(*BROKER_PURGED_QUEUES) & F.col("ctime").isNotNull()),
+        params, "now_ms", "backlog_max_age_ms",
+    )
     processed = (
-        children.where(F.col("ctime") <= F.lit(now_ms - max_age_ms))
-        .groupBy("parent").agg(F.max("ctime").alias("processed_ctime"))
+        children.where(F.col("ctime") <= F.col("now_ms") - F.col("backlog_max_age_ms"))
+        .groupBy(KEY, "parent").agg(F.max("ctime").alias("processed_ctime"))
     )
     overdue = (
-        children.join(processed, "parent")
-        .where(F.col("ctime") < F.col("processed_ctime") - F.lit(CHANGE_EXPIRATION_MS + max_age_ms))
-        .groupBy("parent", "processed_ctime")
+        children.join(processed, [KEY, "parent"])
+        .where(F.col("ctime") < F.col("processed_ctime") - (F.lit(CHANGE_EXPIRATION_MS) + F.col("backlog_max_age_ms")))
+        .groupBy(KEY, "parent", "processed_ctime", "backlog_max_age_ms")
         .agg(F.count(F.lit(1)).alias("overdue"), F.min("ctime").alias("oldest_ctime"))
     )
     return overdue.select(
-        "parent",
+        KEY, "parent",
         say("%s child znode(s) not purged: the oldest (ctime %s) is %s older than the change of %s; brokers "
             "processing a change purge those more than %s older (tolerance %s)",
             "overdue", instant("oldest_ctime"), duration(F.col("processed_ctime") - F.col("oldest_ctime")),
             instant("processed_ctime"), duration(F.lit(CHANGE_EXPIRATION_MS)),
-            duration(F.lit(max_age_ms))).alias("detail"),
+            duration("backlog_max_age_ms")).alias("detail"),
     )
 
 
-def notification_backlog(notifications: DataFrame, now_ms: int, max_children: int, max_age_ms: int) -> DataFrame:
-    """The isr_change and log_dir_event queues stay short and young; /config/changes keeps no change
-    that the brokers should have purged when they processed a newer one."""
-    rows = _controller_queue_backlog(notifications, now_ms, max_children, max_age_ms).unionByName(
-        _purged_queue_backlog(notifications, now_ms, max_age_ms)
-    )
+def notification_backlog(notifications: DataFrame, params: DataFrame) -> DataFrame:
+    """The isr_change and log_dir_event queues stay short and young (backlog_max_children, backlog_max_age_ms);
+    /config/changes keeps no change that the brokers should have purged when they processed a newer one."""
+    rows = _controller_queue_backlog(notifications, params).unionByName(_purged_queue_backlog(notifications, params))
     return to_output(rows, "notification_backlog", path="parent", detail=F.col("detail"))

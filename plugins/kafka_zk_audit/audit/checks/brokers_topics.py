@@ -8,6 +8,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit.checks.common import say, to_output
+from kafka_zk_audit.contract.schemas import KEY
 
 
 def broker_registration_not_ephemeral(brokers: DataFrame) -> DataFrame:
@@ -21,16 +22,16 @@ def broker_registration_not_ephemeral(brokers: DataFrame) -> DataFrame:
 
 
 def _advertised_endpoints(brokers: DataFrame) -> DataFrame:
-    """(broker_id, path, endpoint 'host:port') for every usable endpoint, legacy host/port included."""
-    listed = brokers.select("broker_id", "path", F.explode("endpoints").alias("e")).select(
-        "broker_id", "path", F.col("e.host").alias("host"), F.col("e.port").alias("port")
+    """(snapshot_id, broker_id, path, endpoint 'host:port') for every usable endpoint, legacy host/port included."""
+    listed = brokers.select(KEY, "broker_id", "path", F.explode("endpoints").alias("e")).select(
+        KEY, "broker_id", "path", F.col("e.host").alias("host"), F.col("e.port").alias("port")
     )
-    legacy = brokers.select("broker_id", "path", "host", "port")
+    legacy = brokers.select(KEY, "broker_id", "path", "host", "port")
     return (
         listed.unionByName(legacy)
         .where(F.col("broker_id").isNotNull())
         .where(F.col("host").isNotNull() & (F.col("host") != "") & (F.col("port") > 0))
-        .select("broker_id", "path", F.concat_ws(":", "host", F.col("port").cast("string")).alias("endpoint"))
+        .select(KEY, "broker_id", "path", F.concat_ws(":", "host", F.col("port").cast("string")).alias("endpoint"))
         .distinct()
     )
 
@@ -38,19 +39,19 @@ def _advertised_endpoints(brokers: DataFrame) -> DataFrame:
 def broker_endpoint_conflict(brokers: DataFrame) -> DataFrame:
     """No two brokers advertise the same host:port endpoint (one finding per broker involved)."""
     mine = _advertised_endpoints(brokers)
-    others = mine.select(F.col("broker_id").alias("other_id"), "endpoint")
+    others = mine.select(KEY, F.col("broker_id").alias("other_id"), "endpoint")
     clashes = (
-        mine.join(others, "endpoint")
+        mine.join(others, [KEY, "endpoint"])
         .where(F.col("broker_id") != F.col("other_id"))
-        .groupBy("broker_id", "path", "endpoint")
+        .groupBy(KEY, "broker_id", "path", "endpoint")
         .agg(F.array_sort(F.collect_set("other_id")).alias("others"))
         .select(
-            "broker_id", "path", "endpoint",
+            KEY, "broker_id", "path", "endpoint",
             F.format_string("%s is also advertised by broker %s", F.col("endpoint"),
                             F.array_join(F.col("others").cast("array<string>"), ", ")).alias("clash"),
         )
     )
-    rows = clashes.groupBy("broker_id", "path").agg(F.array_sort(F.collect_list("clash")).alias("clashes"))
+    rows = clashes.groupBy(KEY, "broker_id", "path").agg(F.array_sort(F.collect_list("clash")).alias("clashes"))
     return to_output(
         rows, "broker_endpoint_conflict", broker_id="broker_id", path="path",
         detail=say("endpoint %s", F.array_join("clashes", "; endpoint ")),
@@ -59,8 +60,8 @@ def broker_endpoint_conflict(brokers: DataFrame) -> DataFrame:
 
 def topic_config_missing(topics: DataFrame, configs: DataFrame) -> DataFrame:
     """Every topic has a /config/topics/<t> znode."""
-    topic_configs = configs.where(F.col("entity_type") == "topics").select(F.col("entity_name").alias("topic"))
-    rows = topics.join(topic_configs, "topic", "left_anti")
+    topic_configs = configs.where(F.col("entity_type") == "topics").select(KEY, F.col("entity_name").alias("topic"))
+    rows = topics.join(topic_configs, [KEY, "topic"], "left_anti")
     return to_output(
         rows, "topic_config_missing", topic="topic", path="path",
         detail=say("topic %s has no /config/topics/%s znode", "topic", "topic"),
@@ -77,11 +78,11 @@ def deleted_topic_remnants(
     """No config, partition state, owner or offset znode names a topic without /brokers/topics/<t>."""
     sources = {
         "config znode": configs.where(F.col("entity_type") == "topics").select(
-            F.col("entity_name").alias("topic"), "path"
+            KEY, F.col("entity_name").alias("topic"), "path"
         ),
-        "partition state znode(s)": partition_states.select("topic", "path"),
-        "consumer owner znode(s)": consumer_owners.select("topic", "path"),
-        "consumer offset znode(s)": consumer_offsets.select("topic", "path"),
+        "partition state znode(s)": partition_states.select(KEY, "topic", "path"),
+        "consumer owner znode(s)": consumer_owners.select(KEY, "topic", "path"),
+        "consumer offset znode(s)": consumer_offsets.select(KEY, "topic", "path"),
     }
     leftovers = reduce(
         DataFrame.unionByName,
@@ -89,8 +90,8 @@ def deleted_topic_remnants(
     )
     rows = (
         leftovers.where(F.col("topic").isNotNull())
-        .join(topics.select("topic"), "topic", "left_anti")
-        .groupBy("topic", "kind")
+        .join(topics.select(KEY, "topic"), [KEY, "topic"], "left_anti")
+        .groupBy(KEY, "topic", "kind")
         .agg(F.count(F.lit(1)).alias("znodes"), F.min("path").alias("path"))
     )
     return to_output(

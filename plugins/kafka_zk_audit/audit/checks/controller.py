@@ -13,13 +13,14 @@ from kafka_zk_audit.audit.checks.common import (
     to_output,
     zk_id,
 )
+from kafka_zk_audit.contract.schemas import KEY
 
 CONTROLLER_PATH = "/controller"
 
 
-def controller_missing(controller: DataFrame) -> DataFrame:
-    """A /controller znode exists."""
-    rows = controller.agg(F.count(F.lit(1)).alias("controllers")).where(F.col("controllers") == 0)
+def controller_missing(controller: DataFrame, params: DataFrame) -> DataFrame:
+    """A /controller znode exists (in every snapshot of ``params``, the audited snapshots: one row each)."""
+    rows = params.select(KEY).distinct().join(controller.select(KEY), KEY, "left_anti")
     return to_output(
         rows, "controller_missing", path=F.lit(CONTROLLER_PATH),
         detail=F.lit("no /controller znode: no broker is acting as controller"),
@@ -28,10 +29,10 @@ def controller_missing(controller: DataFrame) -> DataFrame:
 
 def controller_not_alive(controller: DataFrame, brokers: DataFrame) -> DataFrame:
     """/controller's brokerid is registered under /brokers/ids (except a KRaft controller during migration)."""
-    registered = brokers.select("broker_id").where(F.col("broker_id").isNotNull())
+    registered = brokers.select(KEY, "broker_id").where(F.col("broker_id").isNotNull())
     rows = (
         controller.where(F.col("broker_id").isNotNull() & ~kraft_controller())
-        .join(registered, "broker_id", "left_anti")
+        .join(registered, [KEY, "broker_id"], "left_anti")
     )
     return to_output(
         rows, "controller_not_alive", broker_id="broker_id", path="path",
@@ -41,11 +42,11 @@ def controller_not_alive(controller: DataFrame, brokers: DataFrame) -> DataFrame
 
 def controller_session_mismatch(controller: DataFrame, brokers: DataFrame) -> DataFrame:
     """/controller's ephemeralOwner is the session of that broker's registration (when both are known)."""
-    registrations = brokers.select("broker_id", F.col("session").alias("broker_session"))
+    registrations = brokers.select(KEY, "broker_id", F.col("session").alias("broker_session"))
     rows = (
         controller.where(~kraft_controller())
-        .select("broker_id", "session", "path")
-        .join(registrations, "broker_id")
+        .select(KEY, "broker_id", "session", "path")
+        .join(registrations, [KEY, "broker_id"])
         .where(F.col("session").isNotNull() & F.col("broker_session").isNotNull())
         .where(F.col("session") != F.col("broker_session"))
     )
@@ -61,18 +62,19 @@ def controller_epoch_regressed(controller_epoch: DataFrame, previous_controller_
 
     Kafka never deletes /controller_epoch: a znode with another ctime than before belongs to a new
     cluster written into the same chroot, whose epochs start over. A ZooKeeper restored from a backup
-    keeps the ctime, and its lower epoch is reported.
+    keeps the ctime, and its lower epoch is reported. The previous table is keyed by the snapshot it is the
+    baseline of: a snapshot without previous rows has no baseline.
     """
     if previous_controller_epoch is None:
         return empty_output(controller_epoch, "controller_epoch_regressed")
     before = previous_controller_epoch.select(
-        F.col("epoch").alias("previous_epoch"), F.col("ctime").alias("previous_ctime"),
+        KEY, F.col("epoch").alias("previous_epoch"), F.col("ctime").alias("previous_ctime"),
         previous_snapshot(previous_controller_epoch).alias("previous_snapshot"),
     )
     recreated = F.coalesce(F.col("ctime") != F.col("previous_ctime"), F.lit(False))
     rows = (
-        controller_epoch.select("epoch", "path", "ctime")
-        .crossJoin(before)
+        controller_epoch.select(KEY, "epoch", "path", "ctime")
+        .join(before, KEY)
         .where((F.col("epoch") < F.col("previous_epoch")) & ~recreated)
     )
     return to_output(

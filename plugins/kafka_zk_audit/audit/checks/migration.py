@@ -8,18 +8,23 @@ metadata batch the KRaft quorum commits, no-op records included (one every
 ``/migration`` (KRaftMigrationDriver.MetadataChangeEvent → setMigrationRecoveryState), so its mtime is the
 last dual write. These checks return nothing on a cluster that is not migrating.
 
-``migration_phase`` names the phase for the readiness report (pure Python over the two rows).
+Every frame is keyed by ``snapshot_id``; the clock and the limits come from ``params`` (audit.params).
+
+``migration_phase`` names the phase for the readiness report (pure Python over the two rows of a snapshot;
+``migration_phases`` does it for each snapshot of collected keyed rows).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit.checks.common import empty_output, kraft_controller, previous_snapshot, say, to_output
+from kafka_zk_audit.audit.params import with_params
+from kafka_zk_audit.contract.schemas import KEY
 
 MIGRATION_PATH = "/migration"
 
@@ -35,62 +40,79 @@ def _instant(ms: Column) -> Column:
     return F.date_format(F.timestamp_millis(ms), "yyyy-MM-dd HH:mm:ss 'UTC'")
 
 
-def _controller_state(controller: DataFrame) -> DataFrame:
-    """One row: whether a KRaft controller holds /controller, and whether a ZooKeeper-mode one does."""
-    return controller.agg(
-        F.coalesce(F.max(kraft_controller()), F.lit(False)).alias("kraft_holds_controller"),
-        F.coalesce(F.max(~kraft_controller()), F.lit(False)).alias("zk_holds_controller"),
+def _with_controller_state(rows: DataFrame, controller: DataFrame, prefix: str = "") -> DataFrame:
+    """The rows with their snapshot's controller state: whether a KRaft controller holds /controller
+    (``kraft_holds_controller``), whether a ZooKeeper-mode one does (``zk_holds_controller``) and its id
+    (``controller_id``); False, False and null for a snapshot without /controller. ``prefix`` goes before
+    each name."""
+    state = controller.groupBy(KEY).agg(
+        F.max(kraft_controller()).alias("kraft_holds_controller"),
+        F.max(~kraft_controller()).alias("zk_holds_controller"),
         F.max("broker_id").alias("controller_id"),
+    )
+    return rows.join(state, KEY, "left").select(
+        *[F.col(name) for name in rows.columns],
+        F.coalesce(F.col("kraft_holds_controller"), F.lit(False)).alias(f"{prefix}kraft_holds_controller"),
+        F.coalesce(F.col("zk_holds_controller"), F.lit(False)).alias(f"{prefix}zk_holds_controller"),
+        F.col("controller_id").alias(f"{prefix}controller_id"),
     )
 
 
-def migration_dual_write_stalled(migration: DataFrame, controller: DataFrame, now_ms: int, stale_ms: int) -> DataFrame:
+def _age_ms() -> Column:
+    """/migration's age at the snapshot's start (rows with the ``now_ms`` parameter)."""
+    return F.col("now_ms") - F.col("mtime")
+
+
+def migration_dual_write_stalled(migration: DataFrame, controller: DataFrame, params: DataFrame) -> DataFrame:
     """During dual writes (offset > 0, a KRaft controller on /controller) /migration changes at least every
-    ``stale_ms``: every committed KRaft batch, no-op records included, ends with a write to it."""
+    ``dual_write_stale_after_ms``: every committed KRaft batch, no-op records included, ends with a write to it."""
     rows = (
-        migration.crossJoin(_controller_state(controller))
+        with_params(_with_controller_state(migration, controller), params, "now_ms", "dual_write_stale_after_ms")
         .where((F.col("kraft_metadata_offset") > 0) & F.col("kraft_holds_controller"))
-        .where(F.col("mtime").isNotNull() & (F.lit(now_ms) - F.col("mtime") > F.lit(stale_ms)))
+        .where(F.col("mtime").isNotNull() & (_age_ms() > F.col("dual_write_stale_after_ms")))
     )
     return to_output(
         rows, "migration_dual_write_stalled", path="path", broker_id="kraft_controller_id",
         detail=say("dual writes stopped: /migration (offset %s) last changed at %s, %s before the snapshot, while "
                    "KRaft controller %s holds /controller", "kraft_metadata_offset", _instant(F.col("mtime")),
-                   _duration(F.lit(now_ms) - F.col("mtime")), "kraft_controller_id"),
+                   _duration(_age_ms()), "kraft_controller_id"),
     )
 
 
-def migration_stuck(migration: DataFrame, controller: DataFrame, now_ms: int, stuck_ms: int) -> DataFrame:
-    """A migration that has not finished its initial load (offset −1) moves on within ``stuck_ms``: waiting
-    for the brokers (a ZooKeeper-mode controller still on /controller) or loading (a KRaft one)."""
+def migration_stuck(migration: DataFrame, controller: DataFrame, params: DataFrame) -> DataFrame:
+    """A migration that has not finished its initial load (offset −1) moves on within ``load_stuck_after_ms``:
+    waiting for the brokers (a ZooKeeper-mode controller still on /controller) or loading (a KRaft one)."""
     rows = (
-        migration.crossJoin(_controller_state(controller))
+        with_params(_with_controller_state(migration, controller), params, "now_ms", "load_stuck_after_ms")
         .where(F.coalesce(F.col("kraft_metadata_offset"), F.lit(-1)) < 0)
-        .where(F.col("mtime").isNotNull() & (F.lit(now_ms) - F.col("mtime") > F.lit(stuck_ms)))
+        .where(F.col("mtime").isNotNull() & (_age_ms() > F.col("load_stuck_after_ms")))
         .withColumn("phase", F.when(F.col("kraft_holds_controller"), F.lit("the initial metadata load"))
                     .otherwise(F.lit("waiting for every ZooKeeper broker to register with the migration enabled")))
     )
     return to_output(
         rows, "migration_stuck", path="path",
         detail=say("the migration has been in %s since %s (%s before the snapshot); /migration offset is still -1",
-                   "phase", _instant(F.col("mtime")), _duration(F.lit(now_ms) - F.col("mtime"))),
+                   "phase", _instant(F.col("mtime")), _duration(_age_ms())),
     )
 
 
 def _with_previous(migration: DataFrame, controller: DataFrame, previous_migration: DataFrame,
                    previous_controller: DataFrame) -> DataFrame:
-    """This snapshot's /migration and controller state beside the previous snapshot's, when /migration is
-    the same znode (same ctime: a new attempt recreates it)."""
-    before = previous_migration.select(
+    """This snapshot's /migration and controller state beside its baseline's (the previous tables are keyed by
+    the snapshot they are the baseline of), when /migration is the same znode (same ctime: a new attempt
+    recreates it)."""
+    before = _with_controller_state(previous_migration.select(
+        KEY,
         F.col("kraft_metadata_offset").alias("previous_offset"),
         F.col("kraft_controller_epoch").alias("previous_kraft_epoch"),
         F.col("ctime").alias("previous_ctime"),
         previous_snapshot(previous_migration).alias("previous_snapshot"),
-    ).crossJoin(_controller_state(previous_controller).select(
-        F.col("kraft_holds_controller").alias("previous_kraft_holds_controller")))
+    ), previous_controller, prefix="previous_").select(
+        KEY, "previous_offset", "previous_kraft_epoch", "previous_ctime", "previous_snapshot",
+        "previous_kraft_holds_controller")
     return (
-        migration.crossJoin(_controller_state(controller))
-        .crossJoin(before)
+        _with_controller_state(migration, controller)
+        .join(before, KEY)
         .where(F.col("ctime") == F.col("previous_ctime"))
     )
 
@@ -142,11 +164,11 @@ def migration_offset_regressed(migration: DataFrame, previous_migration: DataFra
     if previous_migration is None:
         return empty_output(migration, "migration_offset_regressed")
     before = previous_migration.select(
-        F.col("kraft_metadata_offset").alias("previous_offset"), F.col("ctime").alias("previous_ctime"),
+        KEY, F.col("kraft_metadata_offset").alias("previous_offset"), F.col("ctime").alias("previous_ctime"),
         previous_snapshot(previous_migration).alias("previous_snapshot"),
     )
     rows = (
-        migration.crossJoin(before)
+        migration.join(before, KEY)
         .where((F.col("ctime") == F.col("previous_ctime")) & (F.col("previous_offset") > 0))
         .where(F.col("kraft_metadata_offset") < F.col("previous_offset"))
     )
@@ -183,3 +205,19 @@ def migration_phase(migration: Mapping[str, Any] | None, controller: Mapping[str
     if offset > 0 and controller:
         return {"phase": "reverted", "detail": f"/migration offset {offset}; {who} holds /controller"}
     return {"phase": "unknown", "detail": f"/migration offset {offset}; {who}"}
+
+
+def migration_phases(
+    snapshot_ids: Iterable[str], migration: Iterable[Mapping[str, Any]], controller: Iterable[Mapping[str, Any]]
+) -> dict[str, dict[str, str]]:
+    """``migration_phase`` of each snapshot, from the collected keyed /migration and /controller rows (the
+    first row of each snapshot, as ``migration_phase`` takes one; none when it has no row)."""
+    def first(rows: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+        out: dict[str, Mapping[str, Any]] = {}
+        for row in rows:
+            out.setdefault(row[KEY], row)
+        return out
+
+    migrations, controllers = first(migration), first(controller)
+    return {snapshot_id: migration_phase(migrations.get(snapshot_id), controllers.get(snapshot_id))
+            for snapshot_id in snapshot_ids}

@@ -9,12 +9,13 @@ from kafka_zk_audit.audit.checks.common import (
     empty_ints,
     empty_output,
     int_list,
-    kraft_migration,
     previous_snapshot,
-    registered_broker_ids,
     say,
     to_output,
+    with_kraft_migration,
+    with_registered_brokers,
 )
+from kafka_zk_audit.contract.schemas import KEY
 
 
 def _with_state(partitions: DataFrame) -> DataFrame:
@@ -34,9 +35,9 @@ def _partition_output(rows: DataFrame, check_id: str, detail: Column) -> DataFra
 
 
 def _adding(assignments: DataFrame) -> DataFrame:
-    """(topic, partition, adding): the replicas a reassignment in progress is adding (topic znode v2+,
-    Kafka 2.4+; an empty array otherwise)."""
-    return assignments.select("topic", "partition", F.coalesce("adding_replicas", empty_ints()).alias("adding"))
+    """(snapshot_id, topic, partition, adding): the replicas a reassignment in progress is adding (topic znode
+    v2+, Kafka 2.4+; an empty array otherwise)."""
+    return assignments.select(KEY, "topic", "partition", F.coalesce("adding_replicas", empty_ints()).alias("adding"))
 
 
 def _replication_factor(replicas: Column, adding: Column) -> Column:
@@ -75,13 +76,11 @@ def isr_not_subset_of_replicas(partitions: DataFrame) -> DataFrame:
 def leader_not_alive(partitions: DataFrame, brokers: DataFrame, controller: DataFrame) -> DataFrame:
     """A partition's leader (when >= 0) is registered under /brokers/ids (not checked during a ZK -> KRaft
     migration, when brokers running in KRaft mode lead partitions without being there)."""
-    registered = brokers.select(F.col("broker_id").alias("leader")).where(F.col("leader").isNotNull())
-    rows = (
-        _with_state(partitions).where(F.col("leader") >= 0)
-        .join(registered, "leader", "left_anti")
-        .crossJoin(kraft_migration(controller))
-        .where(~F.col("kraft_migration"))
-    )
+    registered = brokers.select(KEY, F.col("broker_id").alias("leader")).where(F.col("leader").isNotNull())
+    rows = with_kraft_migration(
+        _with_state(partitions).where(F.col("leader") >= 0).join(registered, [KEY, "leader"], "left_anti"),
+        controller,
+    ).where(~F.col("kraft_migration"))
     return _partition_output(rows, "leader_not_alive", say("leader %s is not registered under /brokers/ids", "leader"))
 
 
@@ -89,10 +88,8 @@ def offline_partition(partitions: DataFrame, brokers: DataFrame, controller: Dat
     """A partition has a leader (not -1) and at least one registered isr member (the latter is not
     checked during a ZK -> KRaft migration: brokers in KRaft mode are alive without being registered)."""
     rows = (
-        _with_state(partitions)
-        .where(F.col("leader").isNotNull())
-        .crossJoin(registered_broker_ids(brokers))
-        .crossJoin(kraft_migration(controller))
+        with_kraft_migration(with_registered_brokers(_with_state(partitions).where(F.col("leader").isNotNull()),
+                                                     brokers), controller)
         .withColumn("live_isr", F.array_intersect(_isr(), F.col("registered_brokers")))
         .where((F.col("leader") == -1) | ((F.size("live_isr") == 0) & ~F.col("kraft_migration")))
     )
@@ -107,7 +104,7 @@ def under_replicated(partitions: DataFrame, assignments: DataFrame) -> DataFrame
     minus those a reassignment in progress is adding, as Kafka counts it)."""
     rows = (
         _assigned_with_state(partitions)
-        .join(_adding(assignments), ["topic", "partition"], "left")
+        .join(_adding(assignments), [KEY, "topic", "partition"], "left")
         .withColumn("adding", F.coalesce("adding", empty_ints()))
         .withColumn("rf", _replication_factor(F.col("replicas"), F.col("adding")))
         .where(F.size(_isr()) < F.col("rf"))
@@ -128,13 +125,13 @@ def preferred_leader_not_leader(partitions: DataFrame, assignments: DataFrame, a
     partition whose preferred replica is still being added by a reassignment only once that replica is
     in the isr."""
     preferred = F.try_element_at("replicas", F.lit(1))
-    queued_for_deletion = admin_markers.where(F.col("kind") == "delete_topic").select("topic").distinct()
+    queued_for_deletion = admin_markers.where(F.col("kind") == "delete_topic").select(KEY, "topic").distinct()
     adding_preferred_outside_isr = F.array_contains("adding", preferred) & ~F.array_contains(_isr(), preferred)
     rows = (
         _assigned_with_state(partitions)
         .where((F.col("leader") >= 0) & (F.size("replicas") > 0) & (F.col("leader") != preferred))
-        .join(queued_for_deletion, "topic", "left_anti")
-        .join(_adding(assignments), ["topic", "partition"], "left")
+        .join(queued_for_deletion, [KEY, "topic"], "left_anti")
+        .join(_adding(assignments), [KEY, "topic", "partition"], "left")
         .withColumn("adding", F.coalesce("adding", empty_ints()))
         .where(~adding_preferred_outside_isr)
     )
@@ -147,8 +144,7 @@ def replica_on_unknown_broker(assignments: DataFrame, brokers: DataFrame, contro
     """Every assigned replica's broker is registered under /brokers/ids (not checked during a ZK -> KRaft
     migration, when brokers running in KRaft mode hold replicas without being registered there)."""
     rows = (
-        assignments.crossJoin(registered_broker_ids(brokers))
-        .crossJoin(kraft_migration(controller))
+        with_kraft_migration(with_registered_brokers(assignments, brokers), controller)
         .withColumn("unknown", F.array_except(F.coalesce("replicas", empty_ints()), F.col("registered_brokers")))
         .where((F.size("unknown") > 0) & ~F.col("kraft_migration"))
     )
@@ -170,11 +166,11 @@ def replication_factor_inconsistent(assignments: DataFrame) -> DataFrame:
     """All partitions of a topic have the same replication factor, as Kafka counts it during a
     reassignment: the replicas minus those being added (see ``_replication_factor``)."""
     rf = _replication_factor(F.coalesce("replicas", empty_ints()), F.coalesce("adding_replicas", empty_ints()))
-    per_rf = assignments.groupBy("topic", rf.alias("rf")).agg(
+    per_rf = assignments.groupBy(KEY, "topic", rf.alias("rf")).agg(
         F.count(F.lit(1)).alias("partitions"), F.min("path").alias("path")
     )
     rows = (
-        per_rf.groupBy("topic")
+        per_rf.groupBy(KEY, "topic")
         .agg(F.array_sort(F.collect_list(F.struct("rf", "partitions"))).alias("counts"), F.min("path").alias("path"))
         .where(F.size("counts") > 1)
     )
@@ -214,17 +210,19 @@ def partition_epoch_ahead_of_controller(
     /migration bounds those states.
     """
     bounds = (
-        controller_epoch.select(F.col("epoch").alias("bound"))
-        .unionByName(controller.select(F.col("kraft_controller_epoch").alias("bound")))
-        .unionByName(migration.select(F.col("kraft_controller_epoch").alias("bound")))
+        controller_epoch.select(KEY, F.col("epoch").alias("bound"))
+        .unionByName(controller.select(KEY, F.col("kraft_controller_epoch").alias("bound")))
+        .unionByName(migration.select(KEY, F.col("kraft_controller_epoch").alias("bound")))
+        .groupBy(KEY)
         .agg(F.max("bound").alias("allowed_epoch"))
     )
+    # A snapshot with a /controller_epoch has a row in bounds too (its epoch is one of them).
     current = (
-        controller_epoch.agg(F.max("epoch").alias("cluster_epoch"))
+        controller_epoch.groupBy(KEY).agg(F.max("epoch").alias("cluster_epoch"))
         .where(F.col("cluster_epoch").isNotNull())
-        .crossJoin(bounds)
+        .join(bounds, KEY)
     )
-    rows = _with_state(partitions).crossJoin(current).where(F.col("controller_epoch") > F.col("allowed_epoch"))
+    rows = _with_state(partitions).join(current, KEY).where(F.col("controller_epoch") > F.col("allowed_epoch"))
     detail = F.when(
         F.col("allowed_epoch") > F.col("cluster_epoch"),
         say("controller_epoch %s in state > /controller_epoch %s and > KRaft controller epoch %s",
@@ -239,19 +237,22 @@ def leader_epoch_regressed(
     previous_partitions: DataFrame | None,
     previous_topics: DataFrame | None,
 ) -> DataFrame:
-    """A partition's leader_epoch never decreases between snapshots (unless the topic was recreated)."""
+    """A partition's leader_epoch never decreases between snapshots (unless the topic was recreated).
+
+    The previous tables are keyed by the snapshot they are the baseline of: a snapshot without previous rows
+    has no baseline."""
     if previous_partitions is None or previous_topics is None:
         return empty_output(partitions, "leader_epoch_regressed")
-    now = _with_state(partitions).select("topic", "partition", "leader_epoch", "path")
+    now = _with_state(partitions).select(KEY, "topic", "partition", "leader_epoch", "path")
     before = _with_state(previous_partitions).select(
-        "topic", "partition", F.col("leader_epoch").alias("previous_leader_epoch"),
+        KEY, "topic", "partition", F.col("leader_epoch").alias("previous_leader_epoch"),
         previous_snapshot(previous_partitions).alias("previous_snapshot"),
     )
     rows = (
-        now.join(before, ["topic", "partition"])
+        now.join(before, [KEY, "topic", "partition"])
         .where(F.col("leader_epoch") < F.col("previous_leader_epoch"))
-        .join(topics.select("topic", F.col("czxid").alias("czxid_now")), "topic", "left")
-        .join(previous_topics.select("topic", F.col("czxid").alias("czxid_before")), "topic", "left")
+        .join(topics.select(KEY, "topic", F.col("czxid").alias("czxid_now")), [KEY, "topic"], "left")
+        .join(previous_topics.select(KEY, "topic", F.col("czxid").alias("czxid_before")), [KEY, "topic"], "left")
         # A different czxid means the topic was deleted and created again: its epochs start over.
         .where(~F.coalesce(F.col("czxid_now") != F.col("czxid_before"), F.lit(False)))
     )

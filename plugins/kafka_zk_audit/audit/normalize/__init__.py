@@ -1,12 +1,17 @@
-"""Normalize one ZooKeeper snapshot into the typed tables of ``kafka_zk_audit.contract.schemas.TABLES``.
+"""Normalize ZooKeeper snapshots into the typed tables of ``kafka_zk_audit.contract.schemas.TABLES``.
 
 Usage (the Spark app)::
 
     from kafka_zk_audit.audit.normalize import normalize
-    tables = normalize(snapshot_df)      # {table name: DataFrame}, every key of TABLES, exact schemas
+    tables = normalize(snapshots_df)     # {table name: DataFrame}, every key of TABLES, keyed(...) schemas
     for name, frame in tables.items():
         frame.write.parquet(...)
     tables.release()                     # unpersist the frames normalize cached (see below)
+
+The input holds one or many snapshots (schema ``keyed(SNAPSHOT)``, ``snapshot_id`` first); every
+table is ``keyed(TABLES[name])``: each row keeps its snapshot's ``snapshot_id``, and the only join (the
+partitions table) includes it, so snapshots normalized together give exactly the union of each
+normalized alone.
 
 How it runs: ``classify`` gives every znode path a kind and decodes its data once. Each family
 module parses its kinds (explicit ``from_json`` schemas) into *parse results*: frames with kind,
@@ -28,7 +33,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from kafka_zk_audit.contract.schemas import TABLES
+from kafka_zk_audit.contract.schemas import TABLES, keyed
 
 from . import admin, brokers, configs, consumers, controller, notifications, security, topics
 from .kinds import classify, data_was_read
@@ -75,11 +80,9 @@ def by_struct(results: list[DataFrame]) -> dict[str, DataFrame]:
 
 def conform(frame: DataFrame, schema: StructType) -> DataFrame:
     """The frame's columns in the schema's order, with exactly its types, every column nullable."""
-    current = {field.name: field for field in frame.schema.fields}
-    if [current.get(field.name) for field in schema.fields] == list(schema.fields) and len(current) == len(
-        schema
-    ):
+    if list(frame.schema.fields) == list(schema.fields):
         return frame
+    current = {field.name: field for field in frame.schema.fields}
     columns: list[Column | str] = []
     for target in schema.fields:
         source = current[target.name]
@@ -96,7 +99,11 @@ def conform(frame: DataFrame, schema: StructType) -> DataFrame:
 
 
 def normalize(snapshot: DataFrame, *, persist: bool = True) -> NormalizedTables:
-    """Every table of ``schemas.TABLES`` from one snapshot frame (schema ``schemas.SNAPSHOT``)."""
+    """Every table of ``schemas.TABLES``, as ``keyed(TABLES[name])`` frames, from a snapshot frame of schema
+    ``keyed(SNAPSHOT)`` holding one or many snapshots.
+
+    Raises ValueError (from ``classify``) when the frame has no ``snapshot_id`` column.
+    """
     classified = classify(snapshot)
     if persist:
         classified = classified.persist(StorageLevel.MEMORY_AND_DISK)
@@ -115,5 +122,5 @@ def normalize(snapshot: DataFrame, *, persist: bool = True) -> NormalizedTables:
         raise AssertionError(
             f"normalizer tables {sorted(frames)} differ from schemas.TABLES {sorted(TABLES)}"
         )
-    conformed = {name: conform(frames[name], schema) for name, schema in TABLES.items()}
+    conformed = {name: conform(frames[name], keyed(schema)) for name, schema in TABLES.items()}
     return NormalizedTables(conformed, [*results, classified] if persist else [])

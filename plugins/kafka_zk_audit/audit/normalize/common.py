@@ -18,6 +18,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from kafka_zk_audit.contract.schemas import KEY
+
 ORIGIN = ("path", "mzxid", "ctime")
 REASON = "reason"
 JSON = "_json"
@@ -53,7 +55,8 @@ def spec(*fields: tuple[str, DataType], required: Sequence[str] = ()) -> JsonSpe
 
 
 def origin() -> list[str]:
-    return list(ORIGIN)
+    """The columns every row carries from its znode: the snapshot key, then path, mzxid and ctime."""
+    return [KEY, *ORIGIN]
 
 
 def name_part(pattern: str, group: int = 1) -> Column:
@@ -195,10 +198,10 @@ def with_reason(rows: DataFrame, checks: Iterable[Column]) -> DataFrame:
 
 
 def parse_result(rows: DataFrame, column: str, *values: Column | str) -> DataFrame:
-    """One parser's output: kind, reason, origin, and the struct ``column`` of the values its tables need."""
-    return rows.select("kind", REASON, *ORIGIN, F.struct(*values).alias(column))
+    """One parser's output: kind, reason, key and origin, and the struct ``column`` of the values its tables need."""
+    return rows.select("kind", REASON, *origin(), F.struct(*values).alias(column))
 
 
 def accepted(parsed: Mapping[str, DataFrame], column: str) -> DataFrame:
-    """The rows without a reason of the parse results whose struct is ``column``: its fields, then origin."""
-    return parsed[column].filter(f"{REASON} IS NULL").select(f"{column}.*", *ORIGIN)
+    """The rows without a reason of the parse results whose struct is ``column``: its fields, then key and origin."""
+    return parsed[column].filter(f"{REASON} IS NULL").select(f"{column}.*", *origin())

@@ -1,6 +1,7 @@
 """Classify snapshot rows into znode kinds by path, and decode their data once.
 
-``classify`` is the single pass over the snapshot: it adds ``kind`` (one of the constants below),
+``classify`` is the single pass over the snapshot frame (one or many snapshots, keyed by
+``snapshot_id``): it keeps the key, adds ``kind`` (one of the constants below),
 ``text`` (the data decoded as UTF-8, null when absent or not UTF-8) and ``bad_utf8``, keeps the
 snapshot's ``unreadable`` and ``fingerprinted`` marks and only the stat columns the tables use, and
 drops rows of no known kind (containers such as ``/brokers/ids``, and paths Kafka does not own such
@@ -14,6 +15,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from kafka_zk_audit.contract.schemas import KEY
 from kafka_zk_audit.contract.secrets import NO_READ_PERMISSION
 
 BROKER = "broker"
@@ -127,15 +129,28 @@ def data_was_read() -> Column:
     return F.col("unreadable").isNull() | (F.col("unreadable") != NO_READ_PERMISSION)
 
 
+def require_key(snapshot: DataFrame) -> None:
+    """Raise ValueError unless the snapshot frame carries the snapshot key (schema ``keyed(SNAPSHOT)``)."""
+    if KEY not in snapshot.columns:
+        raise ValueError(
+            f"the snapshot frame has no {KEY} column: the normalizer reads keyed(SNAPSHOT) frames"
+            f" (columns: {', '.join(snapshot.columns)})"
+        )
+
+
 def classify(snapshot: DataFrame) -> DataFrame:
-    """Snapshot rows of known kinds (and unreadable rows of any path) with ``kind``, ``text``, ``bad_utf8``,
-    the ``unreadable`` and ``fingerprinted`` marks and the stat columns used."""
+    """Snapshot rows of known kinds (and unreadable rows of any path) with their ``snapshot_id``, ``kind``,
+    ``text``, ``bad_utf8``, the ``unreadable`` and ``fingerprinted`` marks and the stat columns used.
+
+    Raises ValueError when the frame has no ``snapshot_id`` column."""
+    require_key(snapshot)
     data_as_string = F.col("data").cast("string")
     bad_utf8 = F.col("data").isNotNull() & ~F.is_valid_utf8(data_as_string)
     marks = [
         (F.col(name) if name in snapshot.columns else F.lit(None).cast("string")).alias(name) for name in MARK_COLUMNS
     ]
     return snapshot.select(
+        KEY,
         "path",
         F.expr(kind_of_sql()).alias("kind"),
         F.when(~bad_utf8, data_as_string).alias("text"),

@@ -7,10 +7,10 @@ from functools import reduce
 
 from pyspark.sql import DataFrame
 
-from .common import ORIGIN, REASON
+from .common import REASON, origin
 
 
 def malformed_table(results: Sequence[DataFrame]) -> DataFrame:
-    """kind, reason and origin of each rejected znode, from every parse result."""
-    rejected = [result.filter(f"{REASON} IS NOT NULL").select("kind", REASON, *ORIGIN) for result in results]
+    """kind, reason, key and origin of each rejected znode, from every parse result."""
+    rejected = [result.filter(f"{REASON} IS NOT NULL").select("kind", REASON, *origin()) for result in results]
     return reduce(DataFrame.union, rejected)

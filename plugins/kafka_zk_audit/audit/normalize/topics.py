@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from kafka_zk_audit.contract.schemas import KEY
+
 from . import json_schemas, kinds
 from .common import (
     DECIMAL_INT,
@@ -118,8 +120,10 @@ def _assignments_table(topics: DataFrame) -> DataFrame:
 
 
 def _partitions_table(assignments: DataFrame, states: DataFrame) -> DataFrame:
-    """Assignments FULL OUTER JOIN states; path/mzxid/ctime from the state, else from the topic."""
+    """Assignments FULL OUTER JOIN states on (snapshot, topic, partition), the key columns from whichever side
+    exists; path/mzxid/ctime from the state, else from the topic."""
     assigned = assignments.select(
+        KEY,
         "topic",
         "partition",
         "replicas",
@@ -136,6 +140,7 @@ def _partitions_table(assignments: DataFrame, states: DataFrame) -> DataFrame:
         "state_version",
     )
     stated = states.select(
+        KEY,
         "topic",
         "partition",
         *state_columns,
@@ -143,9 +148,10 @@ def _partitions_table(assignments: DataFrame, states: DataFrame) -> DataFrame:
         F.col("mzxid").alias("state_mzxid"),
         F.col("ctime").alias("state_ctime"),
     )
-    joined = assigned.join(stated, on=["topic", "partition"], how="full")
+    joined = assigned.join(stated, on=[KEY, "topic", "partition"], how="full")
     has_state = F.col("state_path").isNotNull()
     return joined.select(
+        KEY,
         "topic",
         "partition",
         "replicas",
