@@ -3,8 +3,8 @@
 An audit runs once for a *batch*: one run's fleet, one stored snapshot, or a reaudit's history. Each snapshot
 brings its cluster, its settings (that cluster's overrides applied), its start time and its baseline (the
 snapshot its history checks and its findings' status compare with). The plan never loops over them: the
-batch becomes small keyed tables (``params``, ``severities``, ``suppressions``, ``lineage``, ``clusters``)
-joined into one plan.
+batch becomes data of the plan: the parameters of each snapshot, and per row the value of its snapshot
+(cluster, chain, severities, suppressions) as lookups in small maps keyed by snapshot id.
 
 Lineage: a baseline may itself be in the batch (a reaudit audits a cluster's snapshots oldest first), so the
 batch's snapshots form chains. ``lineage`` gives each snapshot its chain (the id of the chain's first
@@ -17,27 +17,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import reduce
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import BooleanType, IntegerType, StringType, StructField, StructType
+from pyspark.sql import Column, SparkSession
+from pyspark.sql import functions as F
 
-from kafka_zk_audit.audit.params import params_frame
+from kafka_zk_audit.audit.params import Params, keyed_value, params_frame
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
 from kafka_zk_audit.contract.schemas import KEY
 from kafka_zk_audit.contract.settings import AuditConfig, glob_to_regex
-
-S = StringType()
-LINEAGE = StructType([
-    StructField(KEY, S), StructField("chain", S), StructField("position", IntegerType()),
-    StructField("baseline_snapshot_id", S), StructField("baseline_in_batch", BooleanType()),
-])
-SEVERITIES = StructType([StructField(KEY, S), StructField("check_id", S), StructField("severity", S)])
-SUPPRESSIONS = StructType([
-    StructField(KEY, S), StructField("check_id", S), StructField("topic_regex", S),
-    StructField("group_regex", S), StructField("broker_id", IntegerType()),
-])
-CLUSTERS = StructType([StructField(KEY, S), StructField("cluster", S)])
 
 
 @dataclass(frozen=True)
@@ -96,29 +85,58 @@ class Batch:
             rows.append((s.snapshot_id, root, position, s.baseline_id, inside))
         return rows
 
-    def lineage(self, spark: SparkSession) -> DataFrame:
-        return spark.createDataFrame(self.lineage_rows(), LINEAGE)
 
-    def params(self, spark: SparkSession) -> DataFrame:
+    def params(self, spark: SparkSession) -> Params:
         return params_frame(spark, {s.snapshot_id: (s.config, s.now_ms) for s in self.snapshots})
 
-    def severities(self, spark: SparkSession) -> DataFrame:
-        """(snapshot_id, check_id, severity) for every check: each snapshot's configured severities."""
-        rows = [(s.snapshot_id, c, s.config.severity_of(c)) for s in self.snapshots for c in CHECK_IDS]
-        return spark.createDataFrame(rows, SEVERITIES)
+    # The same facts as columns: per row, the value of its snapshot (a lookup in the plan, no join).
+    def cluster_column(self) -> Column:
+        return keyed_value({s.snapshot_id: s.cluster for s in self.snapshots}, "string")
 
-    def suppressions(self, spark: SparkSession) -> DataFrame:
-        """(snapshot_id, check_id, topic_regex, group_regex, broker_id): each snapshot's suppressions, globs as
-        anchored regexes (null: any)."""
-        rows = [
-            (s.snapshot_id, p.check_id, None if p.topic is None else glob_to_regex(p.topic),
-             None if p.group_id is None else glob_to_regex(p.group_id), p.broker_id)
-            for s in self.snapshots for p in s.config.suppressions
-        ]
-        return spark.createDataFrame(rows, SUPPRESSIONS)
+    def chain_column(self) -> Column:
+        return keyed_value({sid: chain for sid, chain, *_ in self.lineage_rows()}, "string")
 
-    def clusters(self, spark: SparkSession) -> DataFrame:
-        return spark.createDataFrame([(s.snapshot_id, s.cluster) for s in self.snapshots], CLUSTERS)
+    def position_column(self) -> Column:
+        return keyed_value({sid: position for sid, _, position, *_ in self.lineage_rows()}, "int")
+
+    def followers_column(self, in_batch_only: bool = True) -> Column:
+        """Per row, the snapshots of the batch whose baseline its snapshot is (an empty array for none); with
+        ``in_batch_only=False`` also for baselines stored outside the batch."""
+        followers: dict[str, list[str]] = {}
+        for sid, _, _, baseline, inside in self.lineage_rows():
+            if baseline and (inside or not in_batch_only):
+                followers.setdefault(baseline, []).append(sid)
+        none = F.array().cast("array<string>")
+        if not followers:
+            return none
+        pairs = [item for b, fs in followers.items() for item in (F.lit(b), F.array(*[F.lit(f) for f in fs]))]
+        return F.coalesce(F.element_at(F.create_map(*pairs), F.col(KEY)), none)
+
+    def severity_column(self) -> Column:
+        """Per row, the severity its snapshot's settings give its ``check_id``."""
+        by_snapshot = []
+        for s in self.snapshots:
+            checks = F.create_map(*[item for c in CHECK_IDS for item in (F.lit(c), F.lit(s.config.severity_of(c)))])
+            by_snapshot += [F.lit(s.snapshot_id), checks]
+        return F.element_at(F.element_at(F.create_map(*by_snapshot), F.col(KEY)), F.col("check_id"))
+
+    def suppressed_column(self) -> Column:
+        """Per row (check rows: check_id and subject), whether a suppression of its snapshot's settings matches."""
+        matches = []
+        for s in self.snapshots:
+            for p in s.config.suppressions:
+                condition = (F.col(KEY) == s.snapshot_id) & (F.col("check_id") == p.check_id)
+                if p.topic is not None:
+                    condition &= F.coalesce(F.col("topic").rlike(glob_to_regex(p.topic)), F.lit(False))
+                if p.group_id is not None:
+                    condition &= F.coalesce(F.col("group_id").rlike(glob_to_regex(p.group_id)), F.lit(False))
+                if p.broker_id is not None:
+                    condition &= F.coalesce(F.col("broker_id") == p.broker_id, F.lit(False))
+                matches.append(condition)
+        return reduce(lambda a, b: a | b, matches) if matches else F.lit(False)
+
+
+
 
 
 def batch_of(snapshots: Sequence[BatchSnapshot]) -> Batch:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import reduce
+from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
@@ -43,25 +44,15 @@ def _same(left: str, right: str, columns: tuple[str, ...]) -> Column:
                   condition)
 
 
-def current_identities(raw: DataFrame, suppressions: DataFrame) -> DataFrame:
+def current_identities(raw: DataFrame, batch: Batch) -> DataFrame:
     """One row per (snapshot, identity): merged evidence, explained only when every row is, suppressed when a
     suppression of the snapshot's settings matches."""
     explained_row = F.coalesce(F.col("explained"), F.lit(False)) if "explained" in raw.columns else F.lit(False)
-    rules = suppressions.select(F.col(KEY).alias("_rule_key"), F.col("check_id").alias("_rule_check"),
-                                "topic_regex", "group_regex", F.col("broker_id").alias("_rule_broker"))
-    rows = raw.withColumn("explained", explained_row)
-    matched = rows.join(
-        F.broadcast(rules),
-        (F.col(KEY) == F.col("_rule_key")) & (F.col("check_id") == F.col("_rule_check"))
-        & (F.col("topic_regex").isNull() | F.coalesce(F.expr("topic RLIKE topic_regex"), F.lit(False)))
-        & (F.col("group_regex").isNull() | F.coalesce(F.expr("group_id RLIKE group_regex"), F.lit(False)))
-        & (F.col("_rule_broker").isNull() | F.coalesce(F.col("broker_id") == F.col("_rule_broker"), F.lit(False))),
-        "left",
-    )
-    return matched.groupBy(KEY, *IDENTITY).agg(
+    return raw.withColumn("explained", explained_row).withColumn("suppressed", batch.suppressed_column()).groupBy(
+        KEY, *IDENTITY).agg(
         F.concat_ws("; ", F.array_sort(F.collect_set("detail"))).alias("detail"),
         F.min("explained").alias("explained"),
-        F.max(F.col("_rule_key").isNotNull()).alias("suppressed"),
+        F.max("suppressed").alias("suppressed"),
     )
 
 
@@ -79,10 +70,11 @@ def _stored_history(previous_findings: DataFrame | None, like: DataFrame) -> Dat
     )
 
 
-def _first_seen(current: DataFrame, lineage: DataFrame, stored: DataFrame) -> DataFrame:
+def _first_seen(current: DataFrame, batch: Batch, stored: DataFrame) -> DataFrame:
     """(snapshot, identity, first_seen): the start of the identity's unbroken run along the snapshot's chain, or
     the stored baseline's first_seen when the run starts at the chain's first snapshot and the baseline had it."""
-    placed = current.select(KEY, *IDENTITY).join(F.broadcast(lineage.select(KEY, "chain", "position")), KEY)
+    placed = current.select(KEY, *IDENTITY, batch.chain_column().alias("chain"),
+                            batch.position_column().alias("position"))
     along = Window.partitionBy("chain", *IDENTITY).orderBy("position")
     run_start = F.coalesce(F.lag("position").over(along) != F.col("position") - 1, F.lit(True))
     runs = placed.withColumn("run", F.sum(run_start.cast("int")).over(
@@ -98,12 +90,10 @@ def _first_seen(current: DataFrame, lineage: DataFrame, stored: DataFrame) -> Da
     return joined.select(KEY, *IDENTITY, F.coalesce(F.col("stored_first_seen"), F.col("run_start")).alias("first_seen"))
 
 
-def _previous(current: DataFrame, lineage: DataFrame, stored: DataFrame) -> DataFrame:
+def _previous(current: DataFrame, batch: Batch, stored: DataFrame) -> DataFrame:
     """Per (snapshot, identity) of its previous run: whether it was reported. From the baseline in the batch (its
-    current rows re-keyed) or the stored one."""
-    in_batch = lineage.where(F.col("baseline_in_batch")).select(
-        F.col("baseline_snapshot_id").alias("_baseline"), F.col(KEY).alias("_of"))
-    rekeyed = current.join(F.broadcast(in_batch), F.col(KEY) == F.col("_baseline")).select(
+    current rows re-keyed to the snapshots it is the baseline of) or the stored one."""
+    rekeyed = current.select(F.explode(batch.followers_column()).alias("_of"), *IDENTITY, "suppressed").select(
         F.col("_of").alias(KEY), *IDENTITY, (~F.col("suppressed")).alias("reported"))
     both = rekeyed.unionByName(stored.select(KEY, *IDENTITY, "reported"))
     return both.groupBy(KEY, *IDENTITY).agg(F.max("reported").alias("reported"))
@@ -113,33 +103,36 @@ def _previous(current: DataFrame, lineage: DataFrame, stored: DataFrame) -> Data
 class FinalizedFindings:
     """A batch's findings (status new / ongoing / explained), its suppressed history and, per snapshot, the counts.
 
-    Both frames are persisted (they are few and read again for writing, alerts and the gate):
-    ``unpersist()`` them when done.
+    The rows are collected once (they are few): ``findings_rows`` and ``suppressed_rows`` are Arrow tables of the
+    FINDINGS shape, and ``findings`` / ``suppressed`` the same rows as small DataFrames with a short plan, for the
+    audit tables and the tests.
     """
 
     findings: DataFrame
     suppressed: DataFrame
+    findings_rows: Any
+    suppressed_rows: Any
     stats: dict[str, dict[str, int]]
 
     def unpersist(self) -> None:
-        self.findings.unpersist()
-        self.suppressed.unpersist()
+        """Nothing is cached any more (kept for callers written when the frames were)."""
 
 
 def finalize_findings(raw: DataFrame, batch: Batch, previous_findings: DataFrame | None) -> FinalizedFindings:
     """Findings in the FINDINGS shape, the suppressed history, and per snapshot id the {new, resolved, ongoing,
-    explained, suppressed} counts.
+    explained, suppressed} counts, from one Spark job.
 
     ``raw`` is the keyed check rows of the batch; ``previous_findings`` the stored baselines' findings and
-    suppressed history (FINDINGS shape), keyed by the snapshot they are the baseline of. The checks run once:
-    their rows are cached while the counts are taken.
+    suppressed history (FINDINGS shape), keyed by the snapshot they are the baseline of.
     """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     spark = raw.sparkSession
-    lineage = batch.lineage(spark)
-    current = current_identities(raw, batch.suppressions(spark)).persist(StorageLevel.MEMORY_AND_DISK)
+    current = current_identities(raw, batch).persist(StorageLevel.MEMORY_AND_DISK)
     stored = _stored_history(previous_findings, current)
-    first_seen = _first_seen(current, lineage, stored)
-    previous = _previous(current, lineage, stored).withColumn("seen_before", F.lit(True))
+    first_seen = _first_seen(current, batch, stored)
+    previous = _previous(current, batch, stored).withColumn("seen_before", F.lit(True))
     now = current.alias("c").join(first_seen.alias("f"), _same("c", "f", IDENTITY), "left").select(
         "c.*", F.col("f.first_seen").alias("first_seen"), F.lit(True).alias("seen_now"))
     both = now.alias("n").join(previous.alias("p"), _same("n", "p", IDENTITY), "full").select(
@@ -157,29 +150,28 @@ def finalize_findings(raw: DataFrame, batch: Batch, previous_findings: DataFrame
         .when(F.coalesce(F.col("reported"), F.lit(False)), F.lit("resolved"))
         .otherwise(F.lit("gone"))  # suppressed before, not seen now: never reported, not counted
     )
-    annotated = both.withColumn("outcome", outcome).persist(StorageLevel.MEMORY_AND_DISK)
-    stats: dict[str, dict[str, int]] = {sid: dict.fromkeys(STATS, 0) for sid in batch.ids}
-    for row in annotated.groupBy(KEY, "outcome").agg(F.count(F.lit(1)).alias("rows")).collect():
-        if row["outcome"] in STATS and row[KEY] in stats:
-            stats[row[KEY]][row["outcome"]] = int(row["rows"])
-    severities = F.broadcast(batch.severities(spark).withColumnRenamed("severity", "configured_severity"))
-    clusters = F.broadcast(batch.clusters(spark))
-
-    def shaped(rows: DataFrame) -> DataFrame:
-        severity = F.when(F.col("outcome") == "explained", F.lit(EXPLAINED_SEVERITY)).otherwise(
-            F.col("configured_severity"))
-        return (
-            rows.join(severities, [KEY, "check_id"], "left").join(clusters, KEY, "left")
-            .withColumn("status", F.col("outcome"))
-            .withColumn("severity", severity)
-            .select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in FINDINGS.fields])
-            .persist(StorageLevel.MEMORY_AND_DISK)
-        )
-
-    findings = shaped(annotated.where(F.col("outcome").isin(*REPORTED_STATUSES)))
-    suppressed = shaped(annotated.where(F.col("outcome") == SUPPRESSED))
-    findings.count()  # materialize both so the annotated rows can be released
-    suppressed.count()
-    annotated.unpersist()
+    severity = F.when(F.col("status") == "explained", F.lit(EXPLAINED_SEVERITY)).otherwise(batch.severity_column())
+    shaped = (
+        both.withColumn("status", outcome)
+        .withColumn("severity", severity)
+        .withColumn("cluster", batch.cluster_column())
+        .select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in FINDINGS.fields])
+    )
+    rows = shaped.toArrow()  # the one job: every identity of every snapshot with its outcome
     current.unpersist()
-    return FinalizedFindings(findings, suppressed, stats)
+    stats: dict[str, dict[str, int]] = {sid: dict.fromkeys(STATS, 0) for sid in batch.ids}
+    for row in rows.group_by([KEY, "status"]).aggregate([([], "count_all")]).to_pylist():
+        if row["status"] in STATS and row[KEY] in stats:
+            stats[row[KEY]][row["status"]] = int(row["count_all"])
+    schema = rows.schema
+    findings_rows = rows.filter(pc.is_in(rows["status"], pa.array(REPORTED_STATUSES))).cast(schema)
+    suppressed_rows = rows.filter(pc.equal(rows["status"], SUPPRESSED)).cast(schema)
+    return FinalizedFindings(_frame(spark, findings_rows), _frame(spark, suppressed_rows), findings_rows,
+                             suppressed_rows, stats)
+
+
+def _frame(spark: Any, rows: Any) -> DataFrame:
+    """Arrow rows of the FINDINGS shape as a DataFrame with exactly the FINDINGS schema."""
+    if rows.num_rows == 0:
+        return spark.createDataFrame([], FINDINGS)
+    return spark.createDataFrame(rows, FINDINGS)

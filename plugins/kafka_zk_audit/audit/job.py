@@ -109,10 +109,12 @@ def plan_batch(warehouse: Warehouse, snapshot_ids: Sequence[str], config_path: s
     return Batch(tuple(snapshots))
 
 
-def _rekeyed(frame: DataFrame, baselines: DataFrame) -> DataFrame:
-    """A baseline's rows keyed by the snapshot it is the baseline of, with its own id as ``baseline_snapshot_id``."""
-    return frame.withColumnRenamed(KEY, BASELINE_ID).join(F.broadcast(baselines), BASELINE_ID).select(
-        KEY, *[c for c in frame.columns if c != KEY], BASELINE_ID)
+def _rekeyed(frame: DataFrame, batch: Batch) -> DataFrame:
+    """Baselines' rows keyed by the snapshot they are the baseline of, with their own id as ``baseline_snapshot_id``
+    (a row of a baseline of two snapshots is there twice)."""
+    rest = [c for c in frame.columns if c != KEY]
+    return frame.select(F.explode(batch.followers_column(in_batch_only=False)).alias("_of"), *rest,
+                        F.col(KEY).alias(BASELINE_ID)).withColumnRenamed("_of", KEY).select(KEY, *rest, BASELINE_ID)
 
 
 def load_baselines(spark: SparkSession, store: Warehouse, batch: Batch,
@@ -123,7 +125,6 @@ def load_baselines(spark: SparkSession, store: Warehouse, batch: Batch,
     pairs = [(s.snapshot_id, s.baseline_id) for s in batch.snapshots if s.baseline_id]
     if not pairs:
         return None, None
-    baselines = spark.createDataFrame(pairs, f"{KEY} string, {BASELINE_ID} string")
     ids = set(batch.ids)
     stored = sorted({b for _, b in pairs if b not in ids})
     inside = sorted({b for _, b in pairs if b in ids})
@@ -135,7 +136,7 @@ def load_baselines(spark: SparkSession, store: Warehouse, batch: Batch,
         if stored:
             parts.append(read_keyed(spark, store.table_dir(name), stored, TABLES[name]))
         union = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
-        previous[name] = _rekeyed(union, baselines)
+        previous[name] = _rekeyed(union, batch)
     findings = None
     if stored:
         findings = read_keyed(spark, store.findings_dir(), stored, FINDINGS)
@@ -144,7 +145,7 @@ def load_baselines(spark: SparkSession, store: Warehouse, batch: Batch,
         if with_suppressed:
             findings = findings.unionByName(read_keyed(spark, store.table_dir(SUPPRESSED_HISTORY), with_suppressed,
                                                        FINDINGS))
-        findings = _rekeyed(findings, baselines).drop(BASELINE_ID)
+        findings = _rekeyed(findings, batch).drop(BASELINE_ID)
     return previous, findings
 
 
@@ -162,11 +163,11 @@ def parquet_rows(warehouse: Warehouse, directory: str) -> int:
     return total
 
 
-def _with_cluster(frame: DataFrame, clusters: DataFrame) -> DataFrame:
+def _with_cluster(frame: DataFrame, batch: Batch) -> DataFrame:
     """The frame with its snapshot's cluster as last column (every written table of the audit carries it)."""
     if "cluster" in frame.columns:
         return frame
-    return frame.join(F.broadcast(clusters), KEY, "left").select(*frame.columns, "cluster")
+    return frame.withColumn("cluster", batch.cluster_column())
 
 
 def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, output: Warehouse | None = None,
@@ -189,13 +190,13 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
         small = size_spark_to(spark, znodes)
         snapshot = read_snapshots(spark, warehouse, ids)
         tables = normalize(snapshot)
-        clusters = batch.clusters(spark)
+        params = batch.params(spark)
     log.info("auditing %d snapshot(s), %d znodes: %s", len(ids), znodes, ", ".join(
         f"{s.snapshot_id} ({s.cluster or 'default'}; baseline {s.baseline_id or 'none'})" for s in batch.snapshots))
 
     with clock.phase("read+normalize+write"):
         for name, df in tables.items():
-            write_keyed(_with_cluster(df, clusters), out, out.table_dir(name), ids, single_file=small)
+            write_keyed(_with_cluster(df, batch), out, out.table_dir(name), ids, single_file=small)
     with clock.phase("reread+count"):
         # The checks read the written tables back: their plans start at a few Parquet files instead of
         # the whole normalizer lineage, which makes planning and running them several times faster.
@@ -209,7 +210,7 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
             write_rows(out, out.table_dir(DRIFT_TABLE), {row["snapshot_id"]: [row] for row in drift}, DRIFT)
 
     with clock.phase("checks+findings"):
-        raw = run_checks(tables, previous_tables, batch.params(spark))
+        raw = run_checks(tables, previous_tables, params)
         finalized = finalize_findings(raw, batch, previous_findings)
         findings = finalized.findings
 
@@ -220,14 +221,13 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
 
     if for_gate:
         with clock.phase("audit tables"):
-            keys = clusters.select(KEY)
-            for entity, df in build_audit_tables(tables, findings, keys).items():
-                write_keyed(_with_cluster(conform_for_gate(df), clusters), out, out.table_dir(audit_table_name(entity)),
+            for entity, df in build_audit_tables(tables, findings, params.keys()).items():
+                write_keyed(_with_cluster(conform_for_gate(df), batch), out, out.table_dir(audit_table_name(entity)),
                             ids, single_file=small)
 
     with clock.phase("findings write"):
-        suppressed_rows, finding_rows = finalized.suppressed.toArrow(), findings.toArrow()
-        write_arrow(out, out.table_dir(SUPPRESSED_HISTORY), suppressed_rows, ids)
+        finding_rows = finalized.findings_rows
+        write_arrow(out, out.table_dir(SUPPRESSED_HISTORY), finalized.suppressed_rows, ids)
         write_arrow(out, out.findings_dir(), finding_rows, ids)  # last: marks the snapshots audited
         counts: dict[str, dict[tuple[str, str], int]] = {sid: {} for sid in ids}
         for row in finding_rows.group_by([KEY, "check_id", "severity"]).aggregate([([], "count_all")]).to_pylist():
@@ -285,7 +285,7 @@ def _readiness(spark: SparkSession, warehouse: Warehouse, batch: Batch, tables: 
                           "without it; please report this with the log)", ", ".join(wanted))
             skipped = batch.ids
     if skipped:
-        write_audit_migration(spark, warehouse, skipped)
+        write_audit_migration(warehouse, {sid: batch[sid].cluster for sid in skipped})
     return reports
 
 

@@ -15,7 +15,7 @@ report is then built in Python, and each table is written once for all of them, 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -26,8 +26,9 @@ from pyspark.sql.types import BooleanType, IntegerType, StringType, StructField,
 
 from kafka_zk_audit.audit.checks.migration import migration_phases
 from kafka_zk_audit.audit.checks.readiness import ReadinessTarget, node_ids, run_readiness
+from kafka_zk_audit.audit.keyed_io import write_rows
 from kafka_zk_audit.contract.readiness import BY_CHECK_ID, LEVEL_RANK, LEVELS, NOT_VISIBLE, verdict
-from kafka_zk_audit.contract.schemas import KEY, READINESS, keyed
+from kafka_zk_audit.contract.schemas import KEY, READINESS
 from kafka_zk_audit.contract.settings import AuditConfig
 from kafka_zk_audit.contract.warehouse import Warehouse
 
@@ -44,8 +45,6 @@ AUDIT_MIGRATION = StructType([
     StructField("blocker_gating", BooleanType()),
 ])
 SUBJECT = ("topic", "partition", "group_id", "broker_id", "path")
-# Row position inside a snapshot's file while writing (not a column of the files).
-_POSITION = "_position"
 
 
 class SnapshotReadiness(NamedTuple):
@@ -78,46 +77,26 @@ def audit_migration_rows(rows: list[dict[str, Any]], gate: bool) -> list[dict[st
                       **{level: False for level in LEVELS}, "blocker_gating": False}]
 
 
-def _empty_parquet(warehouse: Warehouse, directory: str, schema: StructType) -> None:
-    """Replace ``directory`` by one Parquet file of ``schema`` without rows (a snapshot's folder when it has none)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    warehouse.remove(directory)
-    path = warehouse.fs_path(directory)
-    warehouse.fs.makedirs(path, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist([], schema=to_arrow_schema(schema)), f"{path}/part-00000.parquet",
-                   filesystem=warehouse.fs)
-
-
-def write_by_snapshot(spark: SparkSession, warehouse: Warehouse, table: str, schema: StructType,
-                      rows: Mapping[str, list[dict[str, Any]]]) -> None:
+def write_by_snapshot(warehouse: Warehouse, table: str, schema: StructType, rows: Mapping[str, list[dict[str, Any]]],
+                      clusters: Mapping[str, str | None]) -> None:
     """Write ``tables/<table>/snapshot_id=<id>/`` of every snapshot of ``rows`` (snapshot id -> its rows of
-    ``schema``, in file order) in one Spark write partitioned by snapshot, one file per snapshot, with dynamic
-    partition overwrite (other snapshots' folders stay). A snapshot without rows gets an empty Parquet file of the
-    schema, as a plain write of no rows gives."""
-    records = [(sid, position, *(row.get(name) for name in schema.names))
-               for sid, snapshot_rows in rows.items() for position, row in enumerate(snapshot_rows)]
-    if records:
-        frame_schema = StructType([keyed(schema)[KEY], StructField(_POSITION, IntegerType()), *schema.fields])
-        frame = spark.createDataFrame(records, frame_schema)
-        (frame.repartition(KEY).sortWithinPartitions(KEY, _POSITION).drop(_POSITION)
-         .write.partitionBy(KEY).mode("overwrite").option("partitionOverwriteMode", "dynamic")
-         .parquet(warehouse.table_dir(table)))
-    for sid, snapshot_rows in rows.items():
-        if not snapshot_rows:
-            _empty_parquet(warehouse, warehouse.table_dir(table, sid), schema)
+    ``schema``, in file order), each row with its snapshot's cluster as last column: one file per snapshot,
+    written by pyarrow (the rows are few and already on the driver). A snapshot without rows gets an empty file."""
+    with_cluster = StructType([*schema.fields, StructField("cluster", StringType())])
+    write_rows(warehouse, warehouse.table_dir(table), {
+        sid: [{**row, "cluster": clusters.get(sid)} for row in snapshot_rows] for sid, snapshot_rows in rows.items()
+    }, with_cluster)
 
 
-def write_audit_migration(spark: SparkSession, warehouse: Warehouse, snapshot_ids: Iterable[str],
+def write_audit_migration(warehouse: Warehouse, clusters: Mapping[str, str | None],
                           rows: Mapping[str, list[dict[str, Any]]] | None = None,
                           gates: Mapping[str, bool] | None = None) -> None:
-    """``audit_migration`` of each snapshot, in one write: from its readiness ``rows`` (none given: all False, as
-    when readiness is off or failed), blockers gating where ``gates`` says so (default: not)."""
+    """``audit_migration`` of each snapshot of ``clusters`` (snapshot id -> its cluster): from its readiness
+    ``rows`` (none given: all False, as when readiness is off or failed), blockers gating where ``gates`` says so
+    (default: not)."""
     rows, gates = rows or {}, gates or {}
-    write_by_snapshot(spark, warehouse, AUDIT_TABLE, AUDIT_MIGRATION, {
-        sid: audit_migration_rows(rows.get(sid, []), bool(gates.get(sid, False))) for sid in snapshot_ids})
+    write_by_snapshot(warehouse, AUDIT_TABLE, AUDIT_MIGRATION, {
+        sid: audit_migration_rows(rows.get(sid, []), bool(gates.get(sid, False))) for sid in clusters}, clusters)
 
 
 def _collected(frame: DataFrame, snapshot_ids: list[str]) -> list[dict[str, Any]]:
@@ -145,8 +124,9 @@ def audit_readiness(spark: SparkSession, warehouse: Warehouse, snapshots: Mappin
         by_snapshot[record.pop(KEY)].append(record)
     for rows in by_snapshot.values():
         rows.sort(key=_order)
-    write_by_snapshot(spark, warehouse, READINESS_TABLE, READINESS, by_snapshot)
-    write_audit_migration(spark, warehouse, ids, by_snapshot,
+    clusters = {sid: item.manifest.get("cluster") for sid, item in snapshots.items()}
+    write_by_snapshot(warehouse, READINESS_TABLE, READINESS, by_snapshot, clusters)
+    write_audit_migration(warehouse, clusters, by_snapshot,
                           {sid: item.cfg.migration.gate for sid, item in snapshots.items()})
     phases = migration_phases(ids, _collected(tables["migration"], ids), _collected(tables["controller"], ids))
     node_ids_of: dict[str, list[int]] = {sid: [] for sid in ids}

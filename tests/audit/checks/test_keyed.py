@@ -90,7 +90,7 @@ def outputs(small_data_spark: SparkSession) -> dict[str, list[tuple]]:  # noqa: 
     params_b = params(spark, NOW + DAY, B, delete_topic_sla_ms=HOUR, reassignment_sla_ms=2 * HOUR,
                       backlog_max_children=0, load_stuck_after_ms=HOUR)
     frames = {
-        "together": run_checks(union(now_a, now_b), before_a, _union_all([params_a, params_b]), CHECKS),
+        "together": run_checks(union(now_a, now_b), before_a, params_a.unionByName(params_b), CHECKS),
         "a": run_checks(now_a, before_a, params_a, CHECKS),
         "b": run_checks(now_b, None, params_b, CHECKS),
     }

@@ -515,8 +515,8 @@ def test_audit_readiness_writes_every_snapshot_once(spark: SparkSession, tmp_pat
     plants = {FIRST: plants[FIRST], clean: (clean_39_snapshot(), {}, "3.9")}
     # earlier runs: another snapshot, and stale rows of the clean one
     stale = {"condition_id": "R05", "check_id": "kraft_pending_topic_deletion", "level": "warn", "path": "/x"}
-    write_by_snapshot(spark, warehouse, READINESS_TABLE, READINESS, {other: [stale], clean: [stale]})
-    write_audit_migration(spark, warehouse, [other])
+    write_by_snapshot(warehouse, READINESS_TABLE, READINESS, {other: [stale], clean: [stale]}, {})
+    write_audit_migration(warehouse, {other: "c"})
     snapshot = keyed_snapshot(spark, plants)
     tables = normalize(snapshot, persist=False)
     reports = audit_readiness(spark, warehouse, {
@@ -538,11 +538,11 @@ def test_audit_readiness_writes_every_snapshot_once(spark: SparkSession, tmp_pat
     assert len(read(AUDIT_TABLE, FIRST)) == len(first["rows"]) == sum(first["counts"].values())
     assert reports[clean]["verdict"] == "ready" and reports[clean]["rows"] == []
     empty = pq.read_table(warehouse.table_dir(READINESS_TABLE, clean))
-    assert empty.num_rows == 0 and empty.schema.names == READINESS.names
+    assert empty.num_rows == 0 and empty.schema.names == [*READINESS.names, "cluster"]
     assert read(AUDIT_TABLE, clean) == [{**{name: None for name in AUDIT_MIGRATION.names},
-                                         **{name: False for name in AUDIT_MIGRATION.names[8:]}}]
+                                         **{name: False for name in AUDIT_MIGRATION.names[8:]}, "cluster": "c"}]
     assert len(read(AUDIT_TABLE, other)) == len(read(READINESS_TABLE, other)) == 1  # untouched
     for sid in (FIRST, clean):
         assert all(len(files(table, sid)) == 1 for table in (READINESS_TABLE, AUDIT_TABLE)), sid
         assert warehouse.read_json(f"{warehouse.run_dir(sid)}/readiness.json")["verdict"] == reports[sid]["verdict"]
-    assert pq.read_table(warehouse.table_dir(AUDIT_TABLE, FIRST)).schema.names == AUDIT_MIGRATION.names
+    assert pq.read_table(warehouse.table_dir(AUDIT_TABLE, FIRST)).schema.names == [*AUDIT_MIGRATION.names, "cluster"]

@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from kafka_zk_audit.audit.checks import admin, brokers_topics, consumers, controller, partitions
-from kafka_zk_audit.audit.params import PARAMETERS, PARAMS, params_row
+from kafka_zk_audit.audit.params import Params, params_row
 from kafka_zk_audit.contract.settings import load_config
 from tests.audit.checks.test_checks import (
     HOUR,
@@ -37,10 +37,9 @@ def small_data_spark(spark: SparkSession) -> Iterator[SparkSession]:
         yield spark
 
 
-def params(spark: SparkSession, now_ms: int = NOW, snapshot_id: str = SNAPSHOT_KEY, **values: int) -> DataFrame:
+def params(spark: SparkSession, now_ms: int = NOW, snapshot_id: str = SNAPSHOT_KEY, **values: int) -> Params:
     """The PARAMS row of one snapshot: the default settings at ``now_ms``, with the given parameters instead."""
-    row = {**params_row(load_config(None), now_ms), **values}
-    return spark.createDataFrame([(snapshot_id, *(row[name] for name in PARAMETERS))], PARAMS)
+    return Params(spark, {snapshot_id: {**params_row(load_config(None), now_ms), **values}})
 
 
 def _controller(broker_id: int | None, session: int | None, ephemeral: bool = True, kraft_epoch: int = -1) -> dict:

@@ -15,6 +15,7 @@ from functools import reduce
 from pyspark.sql import DataFrame
 
 from kafka_zk_audit.audit.checks import admin, brokers_topics, consumers, controller, migration, partitions, znodes
+from kafka_zk_audit.audit.params import Params
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
 from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, TABLES, keyed
 
@@ -77,7 +78,7 @@ class CheckInputs:
 
     tables: Mapping[str, DataFrame]
     previous: Mapping[str, DataFrame] | None
-    params: DataFrame
+    params: Params
 
     def before(self, table: str) -> DataFrame | None:
         """The previous snapshot's table, or None without a baseline (or without that table)."""
@@ -181,7 +182,7 @@ def run_check(check_id: str, inputs: CheckInputs) -> DataFrame:
 def run_checks(
     tables: Mapping[str, DataFrame],
     previous: Mapping[str, DataFrame] | None,
-    params: DataFrame,
+    params: Params,
     check_ids: tuple[str, ...] = CHECK_IDS,
 ) -> DataFrame:
     """Every check (or the given ids) over every snapshot of the tables, as one keyed CHECK_OUTPUT DataFrame."""

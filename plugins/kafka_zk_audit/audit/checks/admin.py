@@ -22,7 +22,7 @@ from kafka_zk_audit.audit.checks.common import (
     with_kraft_migration,
     with_registered_brokers,
 )
-from kafka_zk_audit.audit.params import with_params
+from kafka_zk_audit.audit.params import Params, with_params
 from kafka_zk_audit.contract.schemas import KEY
 
 # The controller deletes these children once it has processed them (at once, and all at failover).
@@ -45,7 +45,7 @@ def _age_ms(ctime: str = "ctime") -> Column:
     return F.col("now_ms").cast("long") - F.col(ctime)
 
 
-def _overdue(markers: DataFrame, params: DataFrame, sla: str) -> DataFrame:
+def _overdue(markers: DataFrame, params: Params, sla: str) -> DataFrame:
     """The markers older than their snapshot's SLA (parameter ``sla``), with columns now_ms and ``sla``."""
     return with_params(markers, params, "now_ms", sla).where(
         F.col("ctime").isNotNull() & (_age_ms() > F.col(sla)))
@@ -63,7 +63,7 @@ def _age_text(sla: str, suffix: str = "") -> Column:
                duration(F.col(sla)), _snapshot_start(), instant("ctime"))
 
 
-def delete_topic_stuck(admin_markers: DataFrame, topics: DataFrame, params: DataFrame) -> DataFrame:
+def delete_topic_stuck(admin_markers: DataFrame, topics: DataFrame, params: Params) -> DataFrame:
     """An /admin/delete_topics/<t> marker of an existing topic is not older than its SLA (delete_topic_sla_ms)."""
     rows = _overdue(_markers(admin_markers, "delete_topic"), params, "delete_topic_sla_ms").join(
         topics.select(KEY, "topic"), [KEY, "topic"], "left_semi")
@@ -83,7 +83,7 @@ def delete_marker_orphaned(admin_markers: DataFrame, topics: DataFrame) -> DataF
     )
 
 
-def reassignment_stuck(admin_markers: DataFrame, params: DataFrame) -> DataFrame:
+def reassignment_stuck(admin_markers: DataFrame, params: Params) -> DataFrame:
     """No /admin/reassign_partitions entry is older than its SLA (reassignment_sla_ms; an entry's age is its
     znode's)."""
     rows = _overdue(_markers(admin_markers, "reassignment"), params, "reassignment_sla_ms")
@@ -125,7 +125,7 @@ def reassignment_invalid(
     )
 
 
-def preferred_election_stuck(admin_markers: DataFrame, params: DataFrame) -> DataFrame:
+def preferred_election_stuck(admin_markers: DataFrame, params: Params) -> DataFrame:
     """No /admin/preferred_replica_election entry is older than its SLA (preferred_election_sla_ms)."""
     rows = _overdue(_markers(admin_markers, "preferred_election"), params, "preferred_election_sla_ms")
     return to_output(
@@ -135,7 +135,7 @@ def preferred_election_stuck(admin_markers: DataFrame, params: DataFrame) -> Dat
     )
 
 
-def _controller_queue_backlog(notifications: DataFrame, params: DataFrame) -> DataFrame:
+def _controller_queue_backlog(notifications: DataFrame, params: Params) -> DataFrame:
     queues = with_params(
         notifications.where(F.col("kind").isin(*CONTROLLER_QUEUES))
         .groupBy(KEY, "parent")
@@ -152,7 +152,7 @@ def _controller_queue_backlog(notifications: DataFrame, params: DataFrame) -> Da
     )
 
 
-def _purged_queue_backlog(notifications: DataFrame, params: DataFrame) -> DataFrame:
+def _purged_queue_backlog(notifications: DataFrame, params: Params) -> DataFrame:
     """Children the brokers should have purged: more than 15 min (+ max_age of slack for clocks) older
     than the newest change they have surely processed (one at least max_age old at snapshot start)."""
     children = with_params(
@@ -179,7 +179,7 @@ def _purged_queue_backlog(notifications: DataFrame, params: DataFrame) -> DataFr
     )
 
 
-def notification_backlog(notifications: DataFrame, params: DataFrame) -> DataFrame:
+def notification_backlog(notifications: DataFrame, params: Params) -> DataFrame:
     """The isr_change and log_dir_event queues stay short and young (backlog_max_children, backlog_max_age_ms);
     /config/changes keeps no change that the brokers should have purged when they processed a newer one."""
     rows = _controller_queue_backlog(notifications, params).unionByName(_purged_queue_backlog(notifications, params))

@@ -13,14 +13,15 @@ from kafka_zk_audit.audit.checks.common import (
     to_output,
     zk_id,
 )
+from kafka_zk_audit.audit.params import Params
 from kafka_zk_audit.contract.schemas import KEY
 
 CONTROLLER_PATH = "/controller"
 
 
-def controller_missing(controller: DataFrame, params: DataFrame) -> DataFrame:
+def controller_missing(controller: DataFrame, params: Params) -> DataFrame:
     """A /controller znode exists (in every snapshot of ``params``, the audited snapshots: one row each)."""
-    rows = params.select(KEY).distinct().join(controller.select(KEY), KEY, "left_anti")
+    rows = params.keys().join(controller.select(KEY), KEY, "left_anti")
     return to_output(
         rows, "controller_missing", path=F.lit(CONTROLLER_PATH),
         detail=F.lit("no /controller znode: no broker is acting as controller"),

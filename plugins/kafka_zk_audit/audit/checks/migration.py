@@ -23,7 +23,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit.checks.common import empty_output, kraft_controller, previous_snapshot, say, to_output
-from kafka_zk_audit.audit.params import with_params
+from kafka_zk_audit.audit.params import Params, with_params
 from kafka_zk_audit.contract.schemas import KEY
 
 MIGRATION_PATH = "/migration"
@@ -63,7 +63,7 @@ def _age_ms() -> Column:
     return F.col("now_ms") - F.col("mtime")
 
 
-def migration_dual_write_stalled(migration: DataFrame, controller: DataFrame, params: DataFrame) -> DataFrame:
+def migration_dual_write_stalled(migration: DataFrame, controller: DataFrame, params: Params) -> DataFrame:
     """During dual writes (offset > 0, a KRaft controller on /controller) /migration changes at least every
     ``dual_write_stale_after_ms``: every committed KRaft batch, no-op records included, ends with a write to it."""
     rows = (
@@ -79,7 +79,7 @@ def migration_dual_write_stalled(migration: DataFrame, controller: DataFrame, pa
     )
 
 
-def migration_stuck(migration: DataFrame, controller: DataFrame, params: DataFrame) -> DataFrame:
+def migration_stuck(migration: DataFrame, controller: DataFrame, params: Params) -> DataFrame:
     """A migration that has not finished its initial load (offset −1) moves on within ``load_stuck_after_ms``:
     waiting for the brokers (a ZooKeeper-mode controller still on /controller) or loading (a KRaft one)."""
     rows = (
