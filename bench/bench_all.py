@@ -142,7 +142,7 @@ def audit_and_gate(label: str, warehouse: str, work: Path) -> dict:
     snapshot_id = snapshot_of(warehouse)
     znodes = json.loads(Path(Warehouse(warehouse).manifest_path(snapshot_id)).read_text())["znodes"]
     say(f"audit app on {label} ({znodes:,} znodes)")
-    app = bench_audit.run_app(Warehouse(warehouse), snapshot_id, True, work)
+    app = bench_audit.run_app(Warehouse(warehouse), snapshot_id, work)
     say(f"gate on {label}")
     gate = profile_audit.run_gate(None, warehouse, snapshot_id, work / f"gate-{label}.log")
     return {"znodes": znodes, "app_wall": app["wall"], "app_seconds": app["app"], "findings": app["findings"],

@@ -5,11 +5,9 @@
 For each size (topics of a simulated 3.x cluster with --partitions partitions each) it starts from a
 private ZooKeeper on 127.0.0.1, writes the cluster with the simulator, takes a snapshot (multiRead)
 and runs ``spark_apps/audit_snapshot.py`` with spark-submit (``local[*]``), as the DAG's audit task
-does. Each app runs twice: as shipped (the checks read the written tables back) and with
-``--no-reread`` (the checks plan on the normalizer's frames), the baseline. It prints wall time
-(spark-submit start to exit, JVM start-up included), the app's own figure, the ratio to the
-baseline and the marginal cost per znode over the smallest tree. ``--large`` adds one more size,
-run as shipped only (about 1,000,000 znodes with the default 25,000 topics).
+does. It prints wall time (spark-submit start to exit, JVM start-up included), the app's own figure and
+the marginal cost per znode over the smallest tree. ``--large`` adds one more size (about 1,000,000
+znodes with the default 25,000 topics). The cost of many snapshots in one app is bench/bench_fleet.py's.
 """
 
 from __future__ import annotations
@@ -59,15 +57,15 @@ def snapshot_cluster(server: ZooKeeperServer, name: str, topics: int, partitions
     return snapshot_id
 
 
-def run_app(warehouse: Warehouse, snapshot_id: str, reread: bool, log_dir: Path) -> dict:
+def run_app(warehouse: Warehouse, snapshot_id: str, log_dir: Path) -> dict:
     """spark-submit the audit app once; returns wall seconds and the app's audit.json figures."""
     spark_submit = Path(sys.executable).parent / "spark-submit"
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
            "PYSPARK_DRIVER_PYTHON": sys.executable}
     confs = [item for key, value in submit_conf().items() for item in ("--conf", f"{key}={value}")]
     args = [str(spark_submit), "--master", "local[*]", *confs, str(SPARK_APP),
-            "--warehouse", warehouse.root, "--snapshot-id", snapshot_id, *([] if reread else ["--no-reread"])]
-    log = log_dir / f"{snapshot_id}-{'reread' if reread else 'baseline'}.log"
+            "--warehouse", warehouse.root, "--snapshot-id", snapshot_id]
+    log = log_dir / f"{snapshot_id}.log"
     start = time.monotonic()
     with log.open("wb") as out:
         code = subprocess.run(args, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
@@ -89,36 +87,23 @@ def main() -> int:
     server = ZooKeeperServer(work / "zk", port=free_port(), heap_mb=6144).start()
     rows = []
     try:
-        sizes = [(int(t), True) for t in args.sizes.split(",") if t] + ([(args.large, False)] if args.large else [])
-        for topics, with_baseline in sizes:
+        sizes = [int(t) for t in args.sizes.split(",") if t] + ([args.large] if args.large else [])
+        for topics in sizes:
             warehouse = Warehouse(str(work / f"wh-{topics}"))
             snapshot_id = snapshot_cluster(server, f"t{topics}", topics, args.partitions, warehouse)
             znodes = json.loads(Path(warehouse.manifest_path(snapshot_id)).read_text())["znodes"]
             print(f"{topics} topics: {znodes:,} znodes; auditing ...", flush=True)
-            shipped = run_app(warehouse, snapshot_id, True, work)
-            baseline = None
-            if with_baseline:
-                # the baseline must not see the shipped run's findings as its history
-                other = Warehouse(str(work / f"wh-{topics}-baseline"))
-                os.makedirs(other.root, exist_ok=True)
-                os.symlink(Path(warehouse.snapshot_dir(snapshot_id)).parent, Path(other.root) / "snapshots")
-                baseline = run_app(other, snapshot_id, False, work)
-                if baseline["checks"] != shipped["checks"]:
-                    raise SystemExit(f"the two ways disagree: {baseline['checks']} != {shipped['checks']}")
-            rows.append((topics, znodes, shipped, baseline))
+            rows.append((topics, znodes, run_app(warehouse, snapshot_id, work)))
     finally:
         server.stop()
     smallest = rows[0]
-    print(f"\naudit Spark app (spark-submit local[*], {os.cpu_count()} cores), same findings both ways:")
-    header = f"{'znodes':>10}{'shipped s':>11}{'app s':>8}{'baseline s':>12}{'speed-up':>10}"
-    print(f"  {header}{'µs/znode over smallest':>25}")
-    for _topics, znodes, shipped, baseline in rows:
+    print(f"\naudit Spark app (spark-submit local[*], {os.cpu_count()} cores):")
+    print(f"  {'znodes':>10}{'wall s':>9}{'app s':>8}{'µs/znode over smallest':>25}")
+    for _topics, znodes, shipped in rows:
         marginal = ""
         if znodes > smallest[1]:
             marginal = f"{(shipped['wall'] - smallest[2]['wall']) / (znodes - smallest[1]) * 1e6:.0f}"
-        base = f"{baseline['wall']:.1f}" if baseline else "-"
-        ratio = f"{baseline['wall'] / shipped['wall']:.2f}x" if baseline else "-"
-        print(f"  {znodes:>10,}{shipped['wall']:>11.1f}{shipped['app']:>8.1f}{base:>12}{ratio:>10}{marginal:>25}")
+        print(f"  {znodes:>10,}{shipped['wall']:>9.1f}{shipped['app']:>8.1f}{marginal:>25}")
     print(f"\nlogs: {work}")
     return 0
 

@@ -1,11 +1,16 @@
-"""One fleet DAG run over N clusters against N single-cluster DAG runs, measured in one go.
+"""What a fleet costs: the keyed audit over 1, 10 and 100 clusters, each ratio against one cluster in the same run.
 
-    python bench/bench_fleet.py [--clusters 3] [--brokers 3 --topics 6]
+    .venv/bin/python bench/bench_fleet.py [--sizes 1,10,100] [--cli 8] [--dag 100] [--json FILE]
 
-A real ZooKeeper on 127.0.0.1 holds N simulated clusters in N chroots. The baseline is N DAG runs with
-``airflow dags test``, one per cluster (each its own snapshot, Spark app and gate); the measured run is one
-DAG run whose settings list the N clusters (mapped snapshots, one Spark app, one gate). Wall times
-include Airflow, the JVMs and GX; the printed ratio is baseline / fleet.
+A private ZooKeeper on 127.0.0.1 holds up to max(--sizes) simulated demo-shaped clusters (3.x, ~600 znodes each),
+one chroot each, all snapshotted into one warehouse. Then, each in its own process:
+
+1. the audit Spark app (spark-submit local[*], as the DAG's audit task runs it) on the snapshots of 1, 10 and 100
+   clusters in one app: wall time, Spark jobs (the app's ``profile`` lines), and the ratio to one cluster;
+2. ``kafka-zk-audit run`` with ``--cli`` clusters (``--zk NAME=…`` each) against the same command with one;
+3. with ``--dag N``: one DAG run (``airflow dags test``) over N clusters against one over a single cluster.
+
+It prints one table with the targets of the keyed audit; ``--json`` also writes every figure.
 """
 
 from __future__ import annotations
@@ -13,67 +18,199 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
+from kazoo.client import KazooClient
 
-from kafka_zk_audit.cli.runner import airflow_env, ensure_metadata_db, run_dag_once
+from kafka_zk_audit.audit.session import submit_conf
+from kafka_zk_audit.contract.warehouse import Warehouse, new_snapshot_id
+from kafka_zk_audit.snapshot.connection import ZkSettings
+from kafka_zk_audit.snapshot.walker import write_snapshot
 from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
 from kafka_zk_audit_testing.zk_server import ZooKeeperServer, free_port
 
+REPO = Path(__file__).resolve().parents[1]
+SPARK_APP = REPO / "spark_apps" / "audit_snapshot.py"
+CLI = Path(sys.executable).parent / "kafka-zk-audit"
+PROFILE_LINE = re.compile(r"profile (\{.*\})$")
+# The demo's shape, ~600 znodes: what the targets of the keyed audit are stated for.
+SHAPE = dict(era="3.x", brokers=3, racks=3, topics=12, partitions=6, replication_factor=3, groups=2,
+             consumers_per_group=2, threads_per_consumer=1)
+
+
+def say(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def clean_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "KAFKA_ZK_AUDIT"))}
+    return {**env, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_DRIVER_PYTHON": sys.executable, "GX_ANALYTICS_ENABLED": "false"}
+
+
+def write_clusters(server: ZooKeeperServer, count: int) -> list[str]:
+    names = [f"c{index:03d}" for index in range(count)]
+    for index, name in enumerate(names):
+        server.ensure_chroot(f"/{name}")
+        with Simulator(hosts=f"{server.hosts}/{name}") as sim:
+            sim.write(ClusterSpec(**SHAPE, seed=index))
+    return names
+
+
+def snapshot_all(server: ZooKeeperServer, names: list[str], warehouse: Warehouse) -> dict[str, str]:
+    ids = {}
+    for name in names:
+        client = KazooClient(hosts=f"{server.hosts}/{name}")
+        client.start(timeout=15)
+        try:
+            ids[name] = new_snapshot_id(suffix=name)
+            write_snapshot(client, ZkSettings(hosts=server.hosts, chroot=f"/{name}"), warehouse, ids[name],
+                           cluster=name)
+        finally:
+            client.stop()
+            client.close()
+    return ids
+
+
+def run_app(warehouse: Warehouse, snapshot_ids: list[str], log: Path) -> dict[str, Any]:
+    """spark-submit the audit app once on these snapshots: wall seconds, Spark jobs and the app's phases."""
+    spark_submit = Path(sys.executable).parent / "spark-submit"
+    confs = [item for key, value in submit_conf().items() for item in ("--conf", f"{key}={value}")]
+    args = [str(spark_submit), "--master", "local[*]", *confs, str(SPARK_APP), "--warehouse", warehouse.root,
+            "--snapshot-ids", ",".join(snapshot_ids)]
+    started = time.monotonic()
+    with log.open("wb") as out:
+        code = subprocess.run(args, stdout=out, stderr=subprocess.STDOUT, env=clean_env()).returncode
+    wall = time.monotonic() - started
+    if code != 0:
+        raise SystemExit(f"the audit app failed (exit {code}); see {log}")
+    phases: dict[str, Any] = {}
+    for line in log.read_text(errors="replace").splitlines():
+        found = PROFILE_LINE.search(line)
+        if found and "phases" in (profile := json.loads(found.group(1))):
+            phases = profile["phases"]
+    findings = sum(json.loads(Path(warehouse.run_dir(sid), "audit.json").read_text())["findings"]
+                   for sid in snapshot_ids)
+    return {"wall": wall, "jobs": int(sum(p["jobs"] for p in phases.values())), "phases": phases,
+            "findings": findings}
+
+
+def run_cli(server: ZooKeeperServer, names: list[str], work: Path, label: str) -> dict[str, Any]:
+    """``kafka-zk-audit run`` over these clusters, each named on the command line."""
+    args = [str(CLI), "run", "--warehouse", str(work / f"wh-cli-{label}"), "--json"]
+    for name in names:
+        args += ["--zk", f"{name}={server.hosts}/{name}"]
+    env = {**clean_env(), "AIRFLOW_HOME": str(work / f"airflow-cli-{label}")}
+    started = time.monotonic()
+    result = subprocess.run(args, env=env, capture_output=True, text=True)
+    wall = time.monotonic() - started
+    if result.returncode not in (0, 1):
+        raise SystemExit(f"kafka-zk-audit run failed (exit {result.returncode}):\n{result.stderr[-3000:]}")
+    return {"wall": wall, "exit": result.returncode}
+
+
+def run_dag(server: ZooKeeperServer, names: list[str], work: Path, label: str) -> dict[str, Any]:
+    """One ``airflow dags test`` over these clusters."""
+    from kafka_zk_audit.cli.runner import airflow_env, ensure_metadata_db, run_dag_once
+
+    env = airflow_env(airflow_home=work / f"airflow-dag-{label}", base=clean_env())
+    for name in names:
+        env[f"AIRFLOW_CONN_ZK_{name.upper()}"] = json.dumps(
+            {"conn_type": "zookeeper", "host": server.hosts, "extra": {"chroot": f"/{name}"}})
+    settings = work / f"dag-{label}.yaml"
+    settings.write_text(yaml.safe_dump({"schedule": None, "fleet": {"task_retries": 0, "max_parallel_snapshots": 4},
+                                        "clusters": [{"name": n, "zk_conn_id": f"zk_{n}"} for n in names]}))
+    ensure_metadata_db(env)
+    started = time.monotonic()
+    result = run_dag_once({**env, "KAFKA_ZK_AUDIT_CONFIG": str(settings)},
+                          {"warehouse": str(work / f"wh-dag-{label}"), "run_label": label}, work / f"dag-{label}.log")
+    wall = time.monotonic() - started
+    if result.returncode not in (0, 1):
+        raise SystemExit(f"the DAG run failed (exit {result.returncode}); see {work / f'dag-{label}.log'}")
+    fleet = next((work / f"wh-dag-{label}" / "runs").glob(f"*-{label}/fleet.json"), None)
+    summarised = len(json.loads(fleet.read_text())["clusters"]) if fleet else 0
+    return {"wall": wall, "exit": result.returncode, "summarised": summarised}
+
+
+def table(results: dict[str, Any]) -> str:
+    app = results["app"]
+    one = app["1"]
+    lines = ["| measure | now | target | met |", "|---|---|---|---|"]
+
+    def row(measure: str, now: str, target: str, met: bool | None) -> None:
+        lines.append(f"| {measure} | {now} | {target} | {'–' if met is None else ('yes' if met else '**no**')} |")
+
+    for size, figures in app.items():
+        ratio = figures["wall"] / one["wall"]
+        row(f"audit app, {size} demo-shaped snapshot(s) in one app", f"{figures['wall']:.1f} s, {figures['jobs']} "
+            f"Spark jobs ({ratio:.2f}× one; {figures['findings']} findings)",
+            "≤ 2× one (100)" if size != "1" else "< 20 s", figures["wall"] < 20 if size == "1" else
+            (ratio <= 2 if size == "100" else None))
+    row("Spark jobs per audit app run, whatever the number of snapshots", ", ".join(
+        f"{size}: {figures['jobs']}" for size, figures in app.items()), "≤ 60",
+        all(figures["jobs"] <= 60 for figures in app.values()))
+    if "cli" in results:
+        cli = results["cli"]
+        ratio = cli["many"]["wall"] / cli["one"]["wall"]
+        row(f"`kafka-zk-audit run`, {cli['clusters']} clusters / 1 cluster",
+            f"{cli['many']['wall']:.0f} s / {cli['one']['wall']:.0f} s = {ratio:.2f}×", "≤ 1.5×", ratio <= 1.5)
+    if "dag" in results:
+        dag = results["dag"]
+        ratio = dag["many"]["wall"] / dag["one"]["wall"]
+        row(f"one DAG run over {dag['clusters']} clusters / one cluster's run",
+            f"{dag['many']['wall']:.0f} s / {dag['one']['wall']:.0f} s = {ratio:.2f}× ({dag['many']['summarised']} "
+            "summarised)", "≤ 3×, < 10 min", ratio <= 3 and dag["many"]["wall"] < 600)
+        row("one DAG run, one demo-shaped cluster, end to end", f"{dag['one']['wall']:.0f} s", "< 30 s",
+            dag["one"]["wall"] < 30)
+    return "\n".join(lines)
+
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--clusters", type=int, default=3)
-    parser.add_argument("--brokers", type=int, default=3)
-    parser.add_argument("--topics", type=int, default=6)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1,10,100", help="numbers of snapshots audited in one app")
+    parser.add_argument("--cli", type=int, default=8, help="clusters of the `kafka-zk-audit run` row (0: skip)")
+    parser.add_argument("--dag", type=int, default=0, help="clusters of the DAG row (0: skip)")
+    parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="bench-fleet-"))
-    server = ZooKeeperServer(tmp / "zk", port=free_port()).start()
-    names = [f"c{i}" for i in range(args.clusters)]
-    sims = {n: Simulator(hosts=f"{server.hosts}/bench_{n}") for n in names}
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    work = Path(tempfile.mkdtemp(prefix="kafka-zk-audit-bench-fleet-"))
+    server = ZooKeeperServer(work / "zk", port=free_port(), heap_mb=2048).start()
+    results: dict[str, Any] = {"app": {}}
     try:
-        for sim in sims.values():
-            sim.write(ClusterSpec(era="3.x", brokers=args.brokers, topics=args.topics, partitions=2,
-                                  replication_factor=min(3, args.brokers), groups=1))
-        base = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW") and k != "KAFKA_ZK_AUDIT_CONFIG"}
-        env = airflow_env(airflow_home=tmp / "airflow", base=base)
-        for name in names:
-            env[f"AIRFLOW_CONN_ZK_{name.upper()}"] = json.dumps(
-                {"conn_type": "zookeeper", "host": server.hosts, "extra": {"chroot": f"/bench_{name}"}})
-        ensure_metadata_db(env)
-        timings: dict[str, float] = {}
-        for name in names:
-            single = tmp / f"single-{name}.yaml"
-            single.write_text(yaml.safe_dump({"schedule": None, "fleet": {"task_retries": 0},
-                                              "clusters": [{"name": name, "zk_conn_id": f"zk_{name}"}]}))
-            started = time.monotonic()
-            run_dag_once({**env, "KAFKA_ZK_AUDIT_CONFIG": str(single)},
-                         {"warehouse": str(tmp / "wh-single"), "run_label": f"single{name}"}, tmp / f"{name}.log")
-            timings[f"single {name}"] = time.monotonic() - started
-            print(f"single-cluster run {name}: {timings[f'single {name}']:.1f} s", flush=True)
-        fleet = tmp / "fleet.yaml"
-        fleet.write_text(yaml.safe_dump({"schedule": None, "fleet": {"task_retries": 0},
-                                         "clusters": [{"name": n, "zk_conn_id": f"zk_{n}"} for n in names]}))
-        started = time.monotonic()
-        run_dag_once({**env, "KAFKA_ZK_AUDIT_CONFIG": str(fleet)},
-                     {"warehouse": str(tmp / "wh-fleet"), "run_label": "fleet"}, tmp / "fleet.log")
-        timings["fleet"] = time.monotonic() - started
-        fleet_json = next((tmp / "wh-fleet").glob("runs/fleet-*-fleet/fleet.json"))
-        audited = [n for n, e in json.loads(fleet_json.read_text())["clusters"].items() if e["status"] != "not audited"]
+        count = max([*sizes, args.cli, args.dag])
+        say(f"writing {count} demo-shaped clusters into {server.hosts}")
+        names = write_clusters(server, count)
+        for size in sizes:
+            warehouse = Warehouse(str(work / f"wh-app-{size}"))
+            ids = snapshot_all(server, names[:size], warehouse)
+            znodes = sum(json.loads(Path(warehouse.manifest_path(sid)).read_text())["znodes"] for sid in ids.values())
+            say(f"audit app on {size} snapshot(s), {znodes:,} znodes")
+            results["app"][str(size)] = {**run_app(warehouse, list(ids.values()), work / f"app-{size}.log"),
+                                         "znodes": znodes}
+            say(f"  {results['app'][str(size)]['wall']:.1f} s, {results['app'][str(size)]['jobs']} jobs")
+        if args.cli:
+            say(f"kafka-zk-audit run: 1 cluster, then {args.cli}")
+            one = run_cli(server, names[:1], work, "one")
+            many = run_cli(server, names[:args.cli], work, "many")
+            results["cli"] = {"clusters": args.cli, "one": one, "many": many}
+        if args.dag:
+            say(f"DAG run: 1 cluster, then {args.dag}")
+            results["dag"] = {"clusters": args.dag, "one": run_dag(server, names[:1], work, "one"),
+                              "many": run_dag(server, names[:args.dag], work, "many")}
     finally:
-        for sim in sims.values():
-            sim.close()
         server.stop()
-    singles = sum(v for k, v in timings.items() if k.startswith("single"))
-    print(f"\nload average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (2 cores)")
-    print(f"| measure | wall time |\n|---|---|\n| {args.clusters} single-cluster DAG runs, one after the other | "
-          f"{singles:.1f} s |\n| one fleet DAG run over the {args.clusters} clusters ({len(audited)} audited) | "
-          f"{timings['fleet']:.1f} s |\n| speed-up (singles / fleet) | {singles / timings['fleet']:.2f}x |")
-    return 0 if len(audited) == args.clusters else 1
+    print(table(results))
+    print(f"(load {' '.join(f'{x:.1f}' for x in os.getloadavg())}; work files in {work})")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
 
 
 if __name__ == "__main__":

@@ -89,7 +89,7 @@ def history(zk_server, spark, tmp_path_factory):
         ids.append(take(sim, zk_server.hosts, chroot, warehouse, "s3"))
     finally:
         sim.close()
-    live = run_audit(spark, warehouse, ids[0], None)
+    live = run_audit(spark, warehouse, ids[0], None)[ids[0]]
     before = live_files(path)
     result = reaudit(path, "local[2]")
     summary = json.loads(result.stdout) if result.returncode == 0 else None

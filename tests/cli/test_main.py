@@ -134,3 +134,23 @@ def test_fleet_targets_are_named_name_equals_value():
     assert _named("zk1:2181/kafka") == (None, "zk1:2181/kafka")
     assert _named("prod.us-1=zookeeper_prod_us") == ("prod.us-1", "zookeeper_prod_us")
     assert _named("zookeeper_prod") == (None, "zookeeper_prod")
+
+
+def test_a_dead_cluster_of_a_command_line_fleet_is_audited_with_the_others(zk_server, capsys):
+    """``run --zk a=… --zk dead=…`` does not refuse the run: the dead cluster goes to the DAG like the others, which
+    reports it by name as not audited (tests/system/test_fleet.py) and exits non-zero; a lone dead --zk and a
+    malformed one are still refused before Airflow starts (test_usage_and_connection_errors_exit_2)."""
+    import argparse
+
+    from kafka_zk_audit.cli.main import _targets
+
+    dead = f"127.0.0.1:{free_port()}"
+    connections: dict = {}
+    args = argparse.Namespace(zk=[f"live={zk_server.hosts}", f"dead={dead}"], conn_id=[], from_files=None)
+    clusters, problem = _targets(args, connections)
+    assert problem is None
+    assert [c["name"] for c in clusters] == ["live", "dead"]
+    assert {connections[c["zk_conn_id"]]["host"] for c in clusters} == {zk_server.hosts, dead}
+    assert f"cluster dead: cannot reach ZooKeeper at {dead}" in capsys.readouterr().err
+    malformed = argparse.Namespace(zk=[f"live={zk_server.hosts}", "dead=nohostport"], conn_id=[], from_files=None)
+    assert _targets(malformed, {})[1] == "--zk must be [NAME=]HOST:PORT[,HOST:PORT...][/chroot], not 'nohostport'"

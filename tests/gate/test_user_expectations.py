@@ -66,7 +66,7 @@ def audited(zk_server, spark, tmp_path_factory) -> Iterator[tuple[Warehouse, dic
             client.close()
     previous = {key: spark.conf.get(key) for key in SPARK_SETTINGS}  # the job sizes the shared session
     try:
-        figures = run_audit(spark, warehouse, SNAPSHOT_ID, None)
+        figures = run_audit(spark, warehouse, SNAPSHOT_ID, None)[SNAPSHOT_ID]
     finally:
         for key, value in previous.items():
             spark.conf.set(key, value)
