@@ -18,13 +18,11 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from kazoo.client import KazooClient
 
 from kafka_zk_audit.audit.job import run_audit
 from kafka_zk_audit.contract.warehouse import Warehouse, new_snapshot_id
-from kafka_zk_audit.snapshot.connection import ZkSettings
-from kafka_zk_audit.snapshot.walker import write_snapshot
 from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
+from tests.audit.checks.test_checks import take_snapshot
 
 pytestmark = pytest.mark.spark
 
@@ -63,14 +61,8 @@ clusters:
 
 
 def take(hosts: str, chroot: str, warehouse: Warehouse, cluster: str, label: str) -> str:
-    client = KazooClient(hosts=hosts + chroot)
-    client.start(timeout=15)
-    try:
-        snapshot_id = new_snapshot_id(suffix=f"{cluster}-{label}")
-        write_snapshot(client, ZkSettings(hosts=hosts, chroot=chroot), warehouse, snapshot_id, cluster=cluster)
-    finally:
-        client.stop()
-        client.close()
+    snapshot_id = new_snapshot_id(suffix=f"{cluster}-{label}")
+    take_snapshot(hosts, chroot, warehouse, snapshot_id, cluster=cluster)
     return snapshot_id
 
 

@@ -14,16 +14,14 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from kazoo.client import KazooClient
 
 from kafka_zk_audit.audit.job import run_audit
 from kafka_zk_audit.audit.reaudit import parse_moment, select_snapshots
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
 from kafka_zk_audit.contract.warehouse import Warehouse, new_snapshot_id
-from kafka_zk_audit.snapshot.connection import ZkSettings
-from kafka_zk_audit.snapshot.walker import write_snapshot
 from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
 from kafka_zk_audit_testing.spark_cluster import standalone_cluster
+from tests.audit.checks.test_checks import take_snapshot
 
 CLI = str(Path(sys.executable).parent / "kafka-zk-audit")
 SPEC = ClusterSpec(era="2.x", brokers=3, racks=1, topics=4, partitions=3, replication_factor=2,
@@ -40,14 +38,8 @@ def reaudit(warehouse: Path, master: str, *extra: str) -> subprocess.CompletedPr
 
 
 def take(sim: Simulator, hosts: str, chroot: str, warehouse: Warehouse, label: str) -> str:
-    client = KazooClient(hosts=hosts + chroot)
-    client.start(timeout=15)
-    try:
-        snapshot_id = new_snapshot_id(suffix=f"{CLUSTER}-{label}")
-        write_snapshot(client, ZkSettings(hosts=hosts, chroot=chroot), warehouse, snapshot_id, cluster=CLUSTER)
-    finally:
-        client.stop()
-        client.close()
+    snapshot_id = new_snapshot_id(suffix=f"{CLUSTER}-{label}")
+    take_snapshot(hosts, chroot, warehouse, snapshot_id, cluster=CLUSTER)
     return snapshot_id
 
 

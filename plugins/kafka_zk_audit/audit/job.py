@@ -85,6 +85,9 @@ def size_spark_to(spark: SparkSession, znodes: int) -> bool:
     spark.conf.set("spark.sql.codegen.wholeStage", str(not small).lower())
     spark.conf.set("spark.sql.adaptive.enabled", str(not small).lower())
     spark.conf.set("spark.sql.shuffle.partitions", str(max(2, min(200, znodes // 100_000))))
+    return small
+
+
 def read_snapshots(spark: SparkSession, warehouse: Warehouse, snapshot_ids: Sequence[str]) -> DataFrame:
     """The snapshots' znodes as one keyed frame (``keyed(SNAPSHOT)``)."""
     return read_keyed(spark, f"{warehouse.root}/snapshots", snapshot_ids, SNAPSHOT)

@@ -87,6 +87,46 @@ def write_arrow(warehouse: Warehouse, root: str, table: Any, snapshot_ids: Seque
         warehouse.write_text(f"{directory}/{SUCCESS}", "")
 
 
+def write_all_at_once(frames: Mapping[str, DataFrame], warehouse: Warehouse, roots: Mapping[str, str],
+                      snapshot_ids: Sequence[str], extra: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+    """Several small keyed frames (name -> frame) collected in ONE Spark job and written by pyarrow, each as
+    ``roots[name]/snapshot_id=<id>/part-00000.parquet`` (the key out of the files, as a partitioned write leaves
+    it; ``extra``: column -> {snapshot id -> value} appended to every file, e.g. the cluster). For a batch whose
+    rows fit the driver: one job instead of one per table."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    names = list(frames)
+    parts = [frame.select(F.lit(name).alias("_table"), F.col(KEY),
+                          F.struct(*[c for c in frame.columns if c != KEY]).alias(f"_{index}"))
+             for index, (name, frame) in enumerate(frames.items())]
+    union = parts[0]
+    for part in parts[1:]:
+        union = union.unionByName(part, allowMissingColumns=True)
+    rows = union.toArrow()
+    extra = extra or {}
+    for index, name in enumerate(names):
+        file_fields = [f for f in frames[name].schema.fields if f.name != KEY]
+        schema = to_arrow_schema(StructType(file_fields))
+        mine = rows.filter(pc.equal(rows["_table"], name))
+        for sid in snapshot_ids:
+            selected = mine.filter(pc.equal(mine[KEY], sid))
+            column = selected[f"_{index}"].combine_chunks() if selected.num_rows else None
+            table = (pa.Table.from_struct_array(column).cast(schema) if column is not None
+                     else schema.empty_table())
+            for extra_name, values in extra.items():
+                table = table.append_column(extra_name, pa.array([values.get(sid)] * table.num_rows, pa.string()))
+            directory = partition_dir(roots[name], sid)
+            warehouse.remove(directory)
+            path = warehouse.fs_path(directory)
+            warehouse.fs.makedirs(path, exist_ok=True)
+            pq.write_table(table, f"{path}/part-00000.parquet", filesystem=warehouse.fs)
+            warehouse.write_text(f"{directory}/{SUCCESS}", "")
+
+
 def write_empty(warehouse: Warehouse, directory: str, schema: StructType) -> None:
     """``directory`` as one Parquet file of ``schema`` without rows."""
     import pyarrow as pa

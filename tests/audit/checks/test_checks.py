@@ -570,13 +570,14 @@ def test_recreated_topic_does_not_count_as_leader_epoch_regression(results: dict
 # Clean simulated clusters of every era, through the real ZooKeeper, snapshot and normalizer
 
 
-def take_snapshot(zk_hosts: str, chroot: str, warehouse: Warehouse, snapshot_id: str) -> dict[str, Any]:
-    """Walk ``chroot`` with the project's walker into ``warehouse``; the manifest."""
+def take_snapshot(zk_hosts: str, chroot: str, warehouse: Warehouse, snapshot_id: str,
+                  cluster: str | None = None) -> dict[str, Any]:
+    """Walk ``chroot`` with the project's walker into ``warehouse`` (as the fleet's ``cluster``); the manifest."""
     settings = ZkSettings(hosts=zk_hosts, chroot=chroot)
     client = KazooClient(**settings.kazoo_kwargs())
     client.start(timeout=15)
     try:
-        return write_snapshot(client, settings, warehouse, snapshot_id)
+        return write_snapshot(client, settings, warehouse, snapshot_id, cluster=cluster)
     finally:
         client.stop()
         client.close()
