@@ -548,10 +548,6 @@ _CALLS: dict[str, ReadinessCall] = {
 if set(_CALLS) != set(READINESS_CHECK_IDS):
     raise RuntimeError("the readiness registry must cover exactly the readiness check ids")
 
-LEVELS_SCHEMA = StructType([StructField(name, StringType()) for name in
-                            (KEY, "check_id", "condition_id", "level", "remedy")])
-
-
 def level_rows(targets: Mapping[str, str]) -> list[tuple[str, str, str, str, str]]:
     """(snapshot_id, check_id, condition_id, level, remedy) of every condition that is a problem at each snapshot's
     target version (``targets``: snapshot id -> target); ValueError for a target that is no migrating release."""
@@ -588,4 +584,12 @@ def run_readiness(
     if not outputs:
         return spark.createDataFrame([], keyed(READINESS))
     found = reduce(DataFrame.unionByName, [rows.select(KEY, *CHECK_COLUMNS) for rows in outputs])
-    return found.join(F.broadcast(spark.createDataFrame(levels, LEVELS_SCHEMA)), [KEY, "check_id"]).select(*columns)
+    # the level table as a lookup by (snapshot, check) in the plan: no join, no broadcast job
+    lookup = F.create_map(*[item for sid, check_id, condition_id, level, remedy in levels for item in (
+        F.lit(f"{sid}\x00{check_id}"),
+        F.struct(F.lit(condition_id).alias("condition_id"), F.lit(level).alias("level"), F.lit(remedy).alias("remedy")),
+    )])
+    leveled = found.withColumn("_level", F.element_at(lookup, F.concat(F.col(KEY), F.lit("\x00"), F.col("check_id"))))
+    return leveled.where(F.col("_level").isNotNull()).select(
+        KEY, *[c for c in found.columns if c != KEY], "_level.condition_id", "_level.level", "_level.remedy",
+    ).select(*columns)
