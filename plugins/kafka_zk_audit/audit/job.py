@@ -30,7 +30,7 @@ from kafka_zk_audit.audit.checks import run_checks
 from kafka_zk_audit.audit.checks.common import BASELINE_ID
 from kafka_zk_audit.audit.drift import DRIFT_TABLE, drift_rows
 from kafka_zk_audit.audit.findings import finalize_findings
-from kafka_zk_audit.audit.keyed_io import read_keyed, write_arrow, write_keyed, write_rows
+from kafka_zk_audit.audit.keyed_io import read_keyed, write_all_at_once, write_arrow, write_keyed, write_rows
 from kafka_zk_audit.audit.normalize import normalize
 from kafka_zk_audit.audit.readiness import SnapshotReadiness, audit_readiness, write_audit_migration
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
@@ -78,13 +78,14 @@ SMALL_SNAPSHOT_ZNODES = 200_000
 
 
 def size_spark_to(spark: SparkSession, znodes: int) -> bool:
-    """Spark's fixed costs dominate small trees: skip code generation and adaptive re-planning
-    there, and size shuffles to the data (about one partition per 100,000 znodes).
-    Returns whether the snapshot counts as small."""
+    """Spark's fixed costs dominate small trees: skip code generation, adaptive re-planning and broadcast joins
+    there (each broadcast is a Spark job of its own: a small batch then runs in about 16 jobs, not 90), and size
+    shuffles to the data (about one partition per 100,000 znodes). Returns whether the batch counts as small."""
     small = znodes < SMALL_SNAPSHOT_ZNODES
     spark.conf.set("spark.sql.codegen.wholeStage", str(not small).lower())
     spark.conf.set("spark.sql.adaptive.enabled", str(not small).lower())
     spark.conf.set("spark.sql.shuffle.partitions", str(max(2, min(200, znodes // 100_000))))
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1" if small else str(10 * 1024 * 1024))
     return small
 
 
@@ -198,8 +199,12 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
         f"{s.snapshot_id} ({s.cluster or 'default'}; baseline {s.baseline_id or 'none'})" for s in batch.snapshots))
 
     with clock.phase("read+normalize+write"):
-        for name, df in tables.items():
-            write_keyed(_with_cluster(df, batch), out, out.table_dir(name), ids, single_file=small)
+        if small:  # one job for every table: the rows fit the driver
+            write_all_at_once(tables, out, {name: out.table_dir(name) for name in tables}, ids,
+                              {"cluster": {s.snapshot_id: s.cluster for s in batch.snapshots}})
+        else:
+            for name, df in tables.items():
+                write_keyed(_with_cluster(df, batch), out, out.table_dir(name), ids)
     with clock.phase("reread+count"):
         # The checks read the written tables back: their plans start at a few Parquet files instead of
         # the whole normalizer lineage, which makes planning and running them several times faster.
