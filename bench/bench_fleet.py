@@ -41,7 +41,7 @@ SPARK_APP = REPO / "spark_apps" / "audit_snapshot.py"
 CLI = Path(sys.executable).parent / "kafka-zk-audit"
 PROFILE_LINE = re.compile(r"profile (\{.*\})$")
 # The demo's shape, ~600 znodes: what the targets of the keyed audit are stated for.
-SHAPE = dict(era="3.x", brokers=3, racks=3, topics=12, partitions=6, replication_factor=3, groups=2,
+SHAPE = dict(era="3.x", brokers=3, racks=3, topics=28, partitions=6, replication_factor=3, groups=2,
              consumers_per_group=2, threads_per_consumer=1)
 
 
@@ -104,7 +104,7 @@ def run_app(warehouse: Warehouse, snapshot_ids: list[str], log: Path) -> dict[st
 
 def run_cli(server: ZooKeeperServer, names: list[str], work: Path, label: str) -> dict[str, Any]:
     """``kafka-zk-audit run`` over these clusters, each named on the command line."""
-    args = [str(CLI), "run", "--warehouse", str(work / f"wh-cli-{label}"), "--json"]
+    args = [str(CLI), "run", "--warehouse", str(work / f"wh-cli-{label}")]
     for name in names:
         args += ["--zk", f"{name}={server.hosts}/{name}"]
     env = {**clean_env(), "AIRFLOW_HOME": str(work / f"airflow-cli-{label}")}

@@ -95,6 +95,7 @@ def run_gate(warehouse: Warehouse, suites_dir: Path) -> tuple[dict[str, Any], di
     contexts = file_data_context(warehouse)
     context = next(contexts)
     result = configure_checkpoint(context, warehouse, SNAPSHOT_ID, suites=suites).run()
+    assert result.run_id.run_name == SNAPSHOT_ID  # the Data Docs name the run (not __none__)
     with contextlib.suppress(StopIteration):
         next(contexts)  # builds the offline Data Docs
     described = json.loads(json.dumps(result.describe_dict()))

@@ -113,12 +113,19 @@ class Batch:
         return F.coalesce(F.element_at(F.create_map(*pairs), F.col(KEY)), none)
 
     def severity_column(self) -> Column:
-        """Per row, the severity its snapshot's settings give its ``check_id``."""
-        by_snapshot = []
+        """Per row, the severity its snapshot's settings give its ``check_id`` (one map per distinct set of
+        severities, however many snapshots share it)."""
+        tables: list[tuple[str, ...]] = []
+        which: dict[str, int] = {}
         for s in self.snapshots:
-            checks = F.create_map(*[item for c in CHECK_IDS for item in (F.lit(c), F.lit(s.config.severity_of(c)))])
-            by_snapshot += [F.lit(s.snapshot_id), checks]
-        return F.element_at(F.element_at(F.create_map(*by_snapshot), F.col(KEY)), F.col("check_id"))
+            severities = tuple(s.config.severity_of(c) for c in CHECK_IDS)
+            if severities not in tables:
+                tables.append(severities)
+            which[s.snapshot_id] = tables.index(severities) + 1
+        maps = [F.create_map(*[item for c, sev in zip(CHECK_IDS, severities, strict=True)
+                               for item in (F.lit(c), F.lit(sev))]) for severities in tables]
+        chosen = F.element_at(F.array(*maps), keyed_value(which, "int")) if len(maps) > 1 else maps[0]
+        return F.element_at(chosen, F.col("check_id"))
 
     def suppressed_column(self) -> Column:
         """Per row (check rows: check_id and subject), whether a suppression of its snapshot's settings matches."""

@@ -36,7 +36,7 @@ from kafka_zk_audit.audit.readiness import SnapshotReadiness, audit_readiness, w
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
 from kafka_zk_audit.contract.schemas import DRIFT, FINDINGS, KEY, SNAPSHOT, TABLES
 from kafka_zk_audit.contract.settings import load_config
-from kafka_zk_audit.contract.warehouse import Warehouse, read_manifest
+from kafka_zk_audit.contract.warehouse import Warehouse, choose_baseline, read_manifest
 
 log = logging.getLogger(__name__)
 
@@ -102,14 +102,17 @@ def read_tables(spark: SparkSession, warehouse: Warehouse, names: Sequence[str],
 
 def plan_batch(warehouse: Warehouse, snapshot_ids: Sequence[str], config_path: str | None) -> Batch:
     """A live run's batch: each snapshot with its cluster's settings and, as baseline, the previous audited
-    snapshot of its ensemble and chroot (``Warehouse.previous_audited``)."""
+    snapshot of its ensemble and chroot (``choose_baseline`` among the audited snapshots, whose manifests are read
+    once for the whole batch)."""
     settings = load_config(config_path)
+    audited = [(sid, read_manifest(warehouse, sid)) for sid in warehouse.audited_snapshots()]
     snapshots = []
     for sid in snapshot_ids:
         manifest = read_manifest(warehouse, sid)
         cluster = manifest.get("cluster") or ""
-        snapshots.append(BatchSnapshot(sid, cluster, settings.for_cluster(cluster), started_ms(manifest),
-                                       warehouse.previous_audited(sid), manifest))
+        baseline = choose_baseline(sid, manifest, [(other, m) for other, m in audited if other != sid])
+        snapshots.append(BatchSnapshot(sid, cluster, settings.for_cluster(cluster), started_ms(manifest), baseline,
+                                       manifest))
     return Batch(tuple(snapshots))
 
 
@@ -192,6 +195,8 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
     with clock.phase("plan"):
         znodes = sum(int(s.manifest.get("znodes") or 0) for s in batch.snapshots)
         small = size_spark_to(spark, znodes)
+        if out.is_local:  # list a batch's folders on the driver: a Spark job to list a hundred local paths is slower
+            spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", str(max(32, 2 * len(ids))))
         snapshot = read_snapshots(spark, warehouse, ids)
         tables = normalize(snapshot)
         params = batch.params(spark)
@@ -199,9 +204,9 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
         f"{s.snapshot_id} ({s.cluster or 'default'}; baseline {s.baseline_id or 'none'})" for s in batch.snapshots))
 
     with clock.phase("read+normalize+write"):
+        clusters = {"cluster": {s.snapshot_id: s.cluster for s in batch.snapshots}}
         if small:  # one job for every table: the rows fit the driver
-            write_all_at_once(tables, out, {name: out.table_dir(name) for name in tables}, ids,
-                              {"cluster": {s.snapshot_id: s.cluster for s in batch.snapshots}})
+            row_counts = write_all_at_once(tables, out, {name: out.table_dir(name) for name in tables}, ids, clusters)
         else:
             for name, df in tables.items():
                 write_keyed(_with_cluster(df, batch), out, out.table_dir(name), ids)
@@ -210,7 +215,8 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
         # the whole normalizer lineage, which makes planning and running them several times faster.
         tables.release()
         tables = read_tables(spark, out, list(TABLES), ids)
-        row_counts = {sid: {name: parquet_rows(out, out.table_dir(name, sid)) for name in TABLES} for sid in ids}
+        if not small:
+            row_counts = {sid: {name: parquet_rows(out, out.table_dir(name, sid)) for name in TABLES} for sid in ids}
         previous_tables, previous_findings = load_baselines(spark, out, batch, tables)
     if for_gate:
         with clock.phase("drift"):
@@ -229,9 +235,13 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
 
     if for_gate:
         with clock.phase("audit tables"):
-            for entity, df in build_audit_tables(tables, findings, params.keys()).items():
-                write_keyed(_with_cluster(conform_for_gate(df), batch), out, out.table_dir(audit_table_name(entity)),
-                            ids, single_file=small)
+            audit = {audit_table_name(entity): conform_for_gate(df)
+                     for entity, df in build_audit_tables(tables, findings, params.keys()).items()}
+            if small:
+                write_all_at_once(audit, out, {name: out.table_dir(name) for name in audit}, ids, clusters)
+            else:
+                for name, df in audit.items():
+                    write_keyed(_with_cluster(df, batch), out, out.table_dir(name), ids)
 
     with clock.phase("findings write"):
         finding_rows = finalized.findings_rows

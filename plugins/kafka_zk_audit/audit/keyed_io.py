@@ -5,7 +5,9 @@ as a column (Hive-style partition discovery with the key typed as a string), and
 Spark write partitioned by it, with dynamic partition overwrite so that a write touches the batch's folders
 only and two writers of the same table never share a staging folder. The batch's folders are removed first,
 so a snapshot without rows is never left with an earlier run's; it gets one empty Parquet file of the schema,
-as a plain write of no rows gives. Every folder gets ``_SUCCESS`` when its write is complete.
+as a plain write of no rows gives. The folders of a table are listed once per write, never checked one by one:
+a batch of a hundred snapshots costs a hundred small files, not a hundred round trips each. Findings folders
+get ``_SUCCESS`` when their write is complete (it marks a snapshot as audited).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StructField, StructType
 
 from kafka_zk_audit.contract.schemas import KEY, keyed
 from kafka_zk_audit.contract.warehouse import Warehouse
@@ -36,95 +38,147 @@ def read_keyed(spark: SparkSession, root: str, snapshot_ids: Sequence[str], sche
     return frame.select(*full.names)
 
 
+def present(warehouse: Warehouse, root: str) -> set[str]:
+    """The snapshot ids that have a folder under ``root`` (one listing)."""
+    path = warehouse.fs_path(root)
+    if not warehouse.fs.exists(path):
+        return set()
+    prefix = f"{KEY}="
+    names = (entry.rstrip("/").rsplit("/", 1)[-1] for entry in warehouse.fs.ls(path, detail=False))
+    return {name.removeprefix(prefix) for name in names if name.startswith(prefix)}
+
+
+def clear(warehouse: Warehouse, root: str, snapshot_ids: Sequence[str]) -> None:
+    """Remove the folders these snapshots have under ``root`` (an earlier run's)."""
+    for sid in present(warehouse, root) & set(snapshot_ids):
+        warehouse.remove(partition_dir(root, sid))
+
+
 def write_keyed(frame: DataFrame, warehouse: Warehouse, root: str, snapshot_ids: Sequence[str],
                 single_file: bool = False) -> None:
     """Write a keyed frame as ``root/snapshot_id=<id>/`` for every id of the batch (rows of other ids are an
     error of the caller and are written too). ``single_file``: one file per snapshot (small tables)."""
-    for sid in snapshot_ids:
-        warehouse.remove(partition_dir(root, sid))
+    clear(warehouse, root, snapshot_ids)
     out = frame.coalesce(1) if single_file else frame
     out.write.partitionBy(KEY).mode("overwrite").option("partitionOverwriteMode", "dynamic").parquet(root)
     file_schema = StructType([field for field in frame.schema.fields if field.name != KEY])
+    written = present(warehouse, root)
     for sid in snapshot_ids:
-        directory = partition_dir(root, sid)
-        if not warehouse.exists(directory):
-            write_empty(warehouse, directory, file_schema)
-        warehouse.write_text(f"{directory}/{SUCCESS}", "")
+        if sid not in written:
+            write_empty(warehouse, partition_dir(root, sid), file_schema)
 
 
 def write_rows(warehouse: Warehouse, root: str, rows: Mapping[str, list[dict[str, Any]]], schema: Any) -> None:
-    """Per snapshot id, its rows (dicts of ``schema``) as ``root/snapshot_id=<id>/part-00000.parquet`` (pyarrow, no
-    Spark job: for the few rows the driver already holds)."""
+    """Per snapshot id, its rows (dicts of ``schema``, in file order) as ``root/snapshot_id=<id>/`` (pyarrow, no
+    Spark job: for the few rows the driver already holds; a snapshot without rows gets an empty file). A column
+    of ``schema`` named like the key stays in the files (the drift table has it)."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
     from pyspark.sql.pandas.types import to_arrow_schema
 
     arrow = to_arrow_schema(schema)
-    for sid, snapshot_rows in rows.items():
-        directory = partition_dir(root, sid)
-        warehouse.remove(directory)
-        path = warehouse.fs_path(directory)
-        warehouse.fs.makedirs(path, exist_ok=True)
-        pq.write_table(pa.Table.from_pylist(snapshot_rows, schema=arrow), f"{path}/part-00000.parquet",
-                       filesystem=warehouse.fs)
-        warehouse.write_text(f"{directory}/{SUCCESS}", "")
+    if KEY in arrow.names:
+        table = pa.Table.from_pylist([row for snapshot_rows in rows.values() for row in snapshot_rows], schema=arrow)
+        write_arrow(warehouse, root, table, list(rows), mark=False)
+        return
+    records = [{**row, KEY: sid} for sid, snapshot_rows in rows.items() for row in snapshot_rows]
+    table = pa.Table.from_pylist(records, schema=arrow.append(pa.field(KEY, pa.string())))
+    write_partitioned(warehouse, root, table, list(rows))
 
 
-def write_arrow(warehouse: Warehouse, root: str, table: Any, snapshot_ids: Sequence[str]) -> None:
+def write_arrow(warehouse: Warehouse, root: str, table: Any, snapshot_ids: Sequence[str], mark: bool = True) -> None:
     """An Arrow table of keyed rows (the key kept in the files, as the findings' contract has it) as
-    ``root/snapshot_id=<id>/part-00000.parquet`` for every id of the batch (no rows: an empty file). pyarrow
-    writes it: for the findings, few rows the driver collects anyway for the counts."""
+    ``root/snapshot_id=<id>/part-00000.parquet`` for every id of the batch (no rows: an empty file), with
+    ``_SUCCESS`` when ``mark``. pyarrow writes it: for the findings, few rows the driver collects anyway for the
+    counts."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
+    clear(warehouse, root, snapshot_ids)
     for sid in snapshot_ids:
         directory = partition_dir(root, sid)
-        warehouse.remove(directory)
         path = warehouse.fs_path(directory)
         warehouse.fs.makedirs(path, exist_ok=True)
         rows = table.filter(pc.equal(table[KEY], sid))
         pq.write_table(rows, f"{path}/part-00000.parquet", filesystem=warehouse.fs)
-        warehouse.write_text(f"{directory}/{SUCCESS}", "")
+        if mark:
+            warehouse.write_text(f"{directory}/{SUCCESS}", "")
 
 
 def write_all_at_once(frames: Mapping[str, DataFrame], warehouse: Warehouse, roots: Mapping[str, str],
-                      snapshot_ids: Sequence[str], extra: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+                      snapshot_ids: Sequence[str], extra: Mapping[str, Mapping[str, Any]] | None = None,
+                      ) -> dict[str, dict[str, int]]:
     """Several small keyed frames (name -> frame) collected in ONE Spark job and written by pyarrow, each as
     ``roots[name]/snapshot_id=<id>/part-00000.parquet`` (the key out of the files, as a partitioned write leaves
     it; ``extra``: column -> {snapshot id -> value} appended to every file, e.g. the cluster). For a batch whose
-    rows fit the driver: one job instead of one per table."""
+    rows fit the driver: one job instead of one per table. Returns the rows written, by snapshot and frame."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    names = list(frames)
+    def nullable(column: str) -> Any:  # a null struct of non-nullable fields cannot go through Arrow
+        return F.when(F.col(column).isNull(), F.lit(None)).otherwise(F.col(column)).alias(column)
+
     parts = [frame.select(F.lit(name).alias("_table"), F.col(KEY),
-                          F.struct(*[c for c in frame.columns if c != KEY]).alias(f"_{index}"))
+                          F.struct(*[nullable(c) for c in frame.columns if c != KEY]).alias(f"_{index}"))
              for index, (name, frame) in enumerate(frames.items())]
     union = parts[0]
     for part in parts[1:]:
         union = union.unionByName(part, allowMissingColumns=True)
     rows = union.toArrow()
     extra = extra or {}
-    for index, name in enumerate(names):
-        file_fields = [f for f in frames[name].schema.fields if f.name != KEY]
+    counts: dict[str, dict[str, int]] = {sid: {} for sid in snapshot_ids}
+    for index, name in enumerate(frames):
+        file_fields = [StructField(f.name, f.dataType, True) for f in frames[name].schema.fields if f.name != KEY]
         schema = to_arrow_schema(StructType(file_fields))
         mine = rows.filter(pc.equal(rows["_table"], name))
+        column = mine[f"_{index}"].combine_chunks()
+        table = (pa.Table.from_struct_array(column).cast(schema) if len(column) else schema.empty_table())
+        table = table.append_column(KEY, mine[KEY].combine_chunks().cast(pa.string()))
+        for extra_name, values in extra.items():
+            keys = list(values)
+            positions = pc.index_in(table[KEY], value_set=pa.array(keys, pa.string()))
+            table = table.append_column(extra_name, pc.take(pa.array([values[k] for k in keys], pa.string()),
+                                                            positions))
+        write_partitioned(warehouse, roots[name], table, snapshot_ids)
+        for sid, n in zip(*_value_counts(table[KEY]), strict=True):
+            counts.setdefault(sid, {})[name] = n
         for sid in snapshot_ids:
-            selected = mine.filter(pc.equal(mine[KEY], sid))
-            column = selected[f"_{index}"].combine_chunks() if selected.num_rows else None
-            table = (pa.Table.from_struct_array(column).cast(schema) if column is not None
-                     else schema.empty_table())
-            for extra_name, values in extra.items():
-                table = table.append_column(extra_name, pa.array([values.get(sid)] * table.num_rows, pa.string()))
-            directory = partition_dir(roots[name], sid)
-            warehouse.remove(directory)
-            path = warehouse.fs_path(directory)
-            warehouse.fs.makedirs(path, exist_ok=True)
-            pq.write_table(table, f"{path}/part-00000.parquet", filesystem=warehouse.fs)
-            warehouse.write_text(f"{directory}/{SUCCESS}", "")
+            counts[sid].setdefault(name, 0)
+    return counts
+
+
+def _value_counts(column: Any) -> tuple[list[str], list[int]]:
+    import pyarrow.compute as pc
+
+    found = pc.value_counts(column)
+    return found.field("values").to_pylist(), found.field("counts").to_pylist()
+
+
+def write_partitioned(warehouse: Warehouse, root: str, table: Any, snapshot_ids: Sequence[str]) -> None:
+    """An Arrow table with the key column as ``root/snapshot_id=<id>/part-0.parquet`` per snapshot of the batch
+    (pyarrow's dataset writer, the key out of the files); a snapshot without rows gets an empty file."""
+    import pyarrow.dataset as ds
+
+    clear(warehouse, root, snapshot_ids)
+    file_schema = table.drop_columns([KEY]).schema
+    if table.num_rows:
+        ds.write_dataset(table, warehouse.fs_path(root), filesystem=warehouse.fs, format="parquet",
+                         partitioning=ds.partitioning(table.select([KEY]).schema, flavor="hive"),
+                         basename_template="part-{i}.parquet", existing_data_behavior="overwrite_or_ignore",
+                         preserve_order=True)
+    written = present(warehouse, root)
+    for sid in snapshot_ids:
+        if sid not in written:
+            _write_empty_arrow(warehouse, partition_dir(root, sid), file_schema)
+
+
+def _write_empty_arrow(warehouse: Warehouse, directory: str, schema: Any) -> None:
+    import pyarrow.parquet as pq
+
+    path = warehouse.fs_path(directory)
+    warehouse.fs.makedirs(path, exist_ok=True)
+    pq.write_table(schema.empty_table(), f"{path}/part-00000.parquet", filesystem=warehouse.fs)
 
 
 def write_empty(warehouse: Warehouse, directory: str, schema: StructType) -> None:

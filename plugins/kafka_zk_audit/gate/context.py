@@ -166,16 +166,29 @@ def plan_validations(warehouse: Warehouse, snapshot_ids: str | Sequence[str], su
 
 
 class ParameterizedCheckpoint:
-    """A stored checkpoint that runs with the drift suites' parameters (the GX provider passes none)."""
+    """A stored checkpoint that runs with the drift suites' parameters (the GX provider passes none) and a run
+    name, so that the Data Docs name each validation by its run (GX shows ``__none__`` without one)."""
 
-    def __init__(self, checkpoint: Any, parameters: dict[str, Any]) -> None:
+    def __init__(self, checkpoint: Any, parameters: dict[str, Any], run_name: str | None = None) -> None:
         self.checkpoint = checkpoint
         self.parameters = parameters
+        self.run_name = run_name
 
     def run(self, batch_parameters: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+        from great_expectations.core.run_identifier import RunIdentifier
+
+        run_id = kwargs.get("run_id") or (RunIdentifier(run_name=self.run_name) if self.run_name else None)
         return self.checkpoint.run(batch_parameters=batch_parameters,
                                    expectation_parameters={**self.parameters, **(kwargs.get("expectation_parameters")
-                                                                                or {})})
+                                                                                or {})}, run_id=run_id)
+
+
+def run_name(snapshot_ids: Sequence[str]) -> str:
+    """The name of a gate run in the Data Docs: its snapshot, or the first of its snapshots and how many."""
+    ids = sorted(snapshot_ids)
+    if not ids:
+        return "kafka-zk-audit"
+    return ids[0] if len(ids) == 1 else f"{ids[0]} +{len(ids) - 1} snapshots"
 
 
 def pandas_batch_files(warehouse: Warehouse,
@@ -269,4 +282,4 @@ def configure_checkpoint(context: Any, warehouse: Warehouse, snapshot_id: str | 
             },
         )
     )
-    return ParameterizedCheckpoint(checkpoint, parameters) if parameters else checkpoint
+    return ParameterizedCheckpoint(checkpoint, parameters, run_name(sorted({item.snapshot_id for item in planned})))

@@ -584,12 +584,17 @@ def run_readiness(
     if not outputs:
         return spark.createDataFrame([], keyed(READINESS))
     found = reduce(DataFrame.unionByName, [rows.select(KEY, *CHECK_COLUMNS) for rows in outputs])
-    # the level table as a lookup by (snapshot, check) in the plan: no join, no broadcast job
-    lookup = F.create_map(*[item for sid, check_id, condition_id, level, remedy in levels for item in (
-        F.lit(f"{sid}\x00{check_id}"),
+    # the level table as a lookup by (target version, check) in the plan: no join, no broadcast job
+    by_target = {(targets[sid], check_id): (condition_id, level, remedy)
+                 for sid, check_id, condition_id, level, remedy in levels}
+    lookup = F.create_map(*[item for (target, check_id), (condition_id, level, remedy) in by_target.items()
+                            for item in (
+        F.lit(f"{target}\x00{check_id}"),
         F.struct(F.lit(condition_id).alias("condition_id"), F.lit(level).alias("level"), F.lit(remedy).alias("remedy")),
     )])
-    leveled = found.withColumn("_level", F.element_at(lookup, F.concat(F.col(KEY), F.lit("\x00"), F.col("check_id"))))
+    target_of = F.create_map(*[item for sid, target in targets.items() for item in (F.lit(sid), F.lit(target))])
+    key = F.concat(F.element_at(target_of, F.col(KEY)), F.lit("\x00"), F.col("check_id"))
+    leveled = found.withColumn("_level", F.element_at(lookup, key))
     return leveled.where(F.col("_level").isNotNull()).select(
         KEY, *[c for c in found.columns if c != KEY], "_level.condition_id", "_level.level", "_level.remedy",
     ).select(*columns)
