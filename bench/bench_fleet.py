@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_fleet.py [--sizes 1,10,100] [--cli 8] [--dag 100] [--json FILE]
 
 A private ZooKeeper on 127.0.0.1 holds up to max(--sizes) simulated demo-shaped clusters (3.x, ~600 znodes each),
-one chroot each, all snapshotted into one warehouse. Then, each in its own process:
+one chroot each, each snapshotted while healthy (its brokers registered). Then, each in its own process:
 
 1. the audit Spark app (spark-submit local[*], as the DAG's audit task runs it) on the snapshots of 1, 10 and 100
    clusters in one app: wall time, Spark jobs (the app's ``profile`` lines), and the ratio to one cluster;
@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,28 +56,38 @@ def clean_env() -> dict[str, str]:
             "PYSPARK_DRIVER_PYTHON": sys.executable, "GX_ANALYTICS_ENABLED": "false"}
 
 
-def write_clusters(server: ZooKeeperServer, count: int) -> list[str]:
+def write_clusters(server: ZooKeeperServer, count: int, store: Warehouse,
+                   keep_open: int) -> tuple[list[str], dict[str, str], list[Simulator]]:
+    """Write ``count`` clusters, each snapshotted into ``store`` while its brokers are registered (a healthy
+    cluster: its simulator's sessions hold the ephemeral znodes). The first ``keep_open`` simulators stay open
+    for the rows that read the ensemble live. Returns the names, the snapshot ids by name and the open
+    simulators."""
     names = [f"c{index:03d}" for index in range(count)]
+    ids, open_sims = {}, []
     for index, name in enumerate(names):
         server.ensure_chroot(f"/{name}")
-        with Simulator(hosts=f"{server.hosts}/{name}") as sim:
-            sim.write(ClusterSpec(**SHAPE, seed=index))
-    return names
-
-
-def snapshot_all(server: ZooKeeperServer, names: list[str], warehouse: Warehouse) -> dict[str, str]:
-    ids = {}
-    for name in names:
+        sim = Simulator(hosts=f"{server.hosts}/{name}")
+        sim.write(ClusterSpec(**SHAPE, seed=index))
         client = KazooClient(hosts=f"{server.hosts}/{name}")
         client.start(timeout=15)
         try:
             ids[name] = new_snapshot_id(suffix=name)
-            write_snapshot(client, ZkSettings(hosts=server.hosts, chroot=f"/{name}"), warehouse, ids[name],
-                           cluster=name)
+            write_snapshot(client, ZkSettings(hosts=server.hosts, chroot=f"/{name}"), store, ids[name], cluster=name)
         finally:
             client.stop()
             client.close()
-    return ids
+        if index < keep_open:
+            open_sims.append(sim)
+        else:
+            sim.close()
+    return names, ids, open_sims
+
+
+def warehouse_of(store: Warehouse, snapshot_ids: list[str], root: Path) -> Warehouse:
+    """A warehouse holding copies of these stored snapshots only."""
+    for sid in snapshot_ids:
+        shutil.copytree(store.snapshot_dir(sid), root / "snapshots" / f"snapshot_id={sid}")
+    return Warehouse(str(root))
 
 
 def run_app(warehouse: Warehouse, snapshot_ids: list[str], log: Path) -> dict[str, Any]:
@@ -183,17 +194,18 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="kafka-zk-audit-bench-fleet-"))
     server = ZooKeeperServer(work / "zk", port=free_port(), heap_mb=2048).start()
     results: dict[str, Any] = {"app": {}}
+    sims: list[Simulator] = []
     try:
         count = max([*sizes, args.cli, args.dag])
-        say(f"writing {count} demo-shaped clusters into {server.hosts}")
-        names = write_clusters(server, count)
+        say(f"writing {count} demo-shaped clusters into {server.hosts}, each snapshotted while healthy")
+        store = Warehouse(str(work / "store"))
+        names, stored, sims = write_clusters(server, count, store, max(args.cli, args.dag))
         for size in sizes:
-            warehouse = Warehouse(str(work / f"wh-app-{size}"))
-            ids = snapshot_all(server, names[:size], warehouse)
-            znodes = sum(json.loads(Path(warehouse.manifest_path(sid)).read_text())["znodes"] for sid in ids.values())
+            ids = [stored[name] for name in names[:size]]
+            warehouse = warehouse_of(store, ids, work / f"wh-app-{size}")
+            znodes = sum(json.loads(Path(warehouse.manifest_path(sid)).read_text())["znodes"] for sid in ids)
             say(f"audit app on {size} snapshot(s), {znodes:,} znodes")
-            results["app"][str(size)] = {**run_app(warehouse, list(ids.values()), work / f"app-{size}.log"),
-                                         "znodes": znodes}
+            results["app"][str(size)] = {**run_app(warehouse, ids, work / f"app-{size}.log"), "znodes": znodes}
             say(f"  {results['app'][str(size)]['wall']:.1f} s, {results['app'][str(size)]['jobs']} jobs")
         if args.cli:
             say(f"kafka-zk-audit run: 1 cluster, then {args.cli}")
@@ -205,6 +217,8 @@ def main() -> int:
             results["dag"] = {"clusters": args.dag, "one": run_dag(server, names[:1], work, "one"),
                               "many": run_dag(server, names[:args.dag], work, "many")}
     finally:
+        for sim in sims:
+            sim.close()
         server.stop()
     print(table(results))
     print(f"(load {' '.join(f'{x:.1f}' for x in os.getloadavg())}; work files in {work})")
