@@ -14,7 +14,7 @@ outside the batch (an audited snapshot of the warehouse), whose stored rows are 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import reduce
@@ -23,7 +23,7 @@ from typing import Any
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
-from kafka_zk_audit.audit.params import Params, keyed_value, params_frame
+from kafka_zk_audit.audit.params import Params, keyed_value, snapshot_params
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
 from kafka_zk_audit.contract.schemas import KEY
 from kafka_zk_audit.contract.settings import AuditConfig, glob_to_regex
@@ -69,11 +69,6 @@ class Batch:
     def __getitem__(self, snapshot_id: str) -> BatchSnapshot:
         return next(s for s in self.snapshots if s.snapshot_id == snapshot_id)
 
-    def external_baselines(self) -> dict[str, str]:
-        """snapshot id -> its baseline, for baselines outside the batch (stored in the warehouse)."""
-        ids = set(self.ids)
-        return {s.snapshot_id: s.baseline_id for s in self.snapshots if s.baseline_id and s.baseline_id not in ids}
-
     def lineage_rows(self) -> list[tuple[str, str, int, str | None, bool]]:
         ids = set(self.ids)
         chain: dict[str, tuple[str, int]] = {}
@@ -87,7 +82,7 @@ class Batch:
 
 
     def params(self, spark: SparkSession) -> Params:
-        return params_frame(spark, {s.snapshot_id: (s.config, s.now_ms) for s in self.snapshots})
+        return snapshot_params(spark, {s.snapshot_id: (s.config, s.now_ms) for s in self.snapshots})
 
     # The same facts as columns: per row, the value of its snapshot (a lookup in the plan, no join).
     def cluster_column(self) -> Column:
@@ -145,6 +140,3 @@ class Batch:
 
 
 
-
-def batch_of(snapshots: Sequence[BatchSnapshot]) -> Batch:
-    return Batch(tuple(snapshots))

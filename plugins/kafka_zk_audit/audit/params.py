@@ -17,9 +17,9 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StringType, StructField, StructType
+from pyspark.sql.types import StringType, StructField, StructType
 
-from kafka_zk_audit.contract.schemas import KEY, keyed
+from kafka_zk_audit.contract.schemas import KEY
 from kafka_zk_audit.contract.settings import AuditConfig
 
 # name -> what it is; every value is a long (milliseconds or a count)
@@ -33,7 +33,6 @@ PARAMETERS = {
     "dual_write_stale_after_ms": "migration.dual_write_stale_after",
     "load_stuck_after_ms": "migration.load_stuck_after",
 }
-PARAMS = keyed(StructType([StructField(name, LongType(), True) for name in PARAMETERS]))
 
 
 def _ms(duration: timedelta) -> int:
@@ -64,7 +63,7 @@ def keyed_value(values: Mapping[str, Any], dtype: str) -> Column:
 
 @dataclass(frozen=True)
 class Params:
-    """The PARAMS rows of a set of snapshots: snapshot id -> parameter -> value."""
+    """The parameters of a set of snapshots: snapshot id -> parameter -> value."""
 
     spark: SparkSession
     rows: Mapping[str, Mapping[str, int]]
@@ -79,16 +78,11 @@ class Params:
         """One row per snapshot: its key (the audited snapshots)."""
         return self.spark.createDataFrame([(sid,) for sid in self.rows], StructType([StructField(KEY, StringType())]))
 
-    def frame(self) -> DataFrame:
-        """The PARAMS table."""
-        return self.spark.createDataFrame(
-            [(sid, *(row[name] for name in PARAMETERS)) for sid, row in self.rows.items()], PARAMS)
-
     def unionByName(self, other: Params) -> Params:  # noqa: N802 (reads like DataFrame's, which it stands in for)
         return Params(self.spark, {**self.rows, **other.rows})
 
 
-def params_frame(spark: SparkSession, snapshots: Mapping[str, tuple[AuditConfig, int]]) -> Params:
+def snapshot_params(spark: SparkSession, snapshots: Mapping[str, tuple[AuditConfig, int]]) -> Params:
     """The parameters of snapshots, from (their cluster's settings, their start in epoch ms) by snapshot id."""
     return Params(spark, {sid: params_row(config, now_ms) for sid, (config, now_ms) in snapshots.items()})
 

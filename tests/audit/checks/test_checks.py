@@ -23,7 +23,7 @@ from kafka_zk_audit.audit.checks import CHECK_FUNCTIONS, run_checks
 from kafka_zk_audit.audit.checks.common import BASELINE_ID
 from kafka_zk_audit.audit.job import read_snapshots
 from kafka_zk_audit.audit.normalize import normalize
-from kafka_zk_audit.audit.params import params_frame
+from kafka_zk_audit.audit.params import snapshot_params
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
 from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, KEY, TABLES, keyed
 from kafka_zk_audit.contract.settings import load_config, parse_config
@@ -339,8 +339,8 @@ def baseline_of(tables: dict[str, DataFrame], snapshot_id: str) -> dict[str, Dat
 
 
 def params_of(spark: SparkSession, config: Any, now_ms: int, snapshot_id: str = "") -> DataFrame:
-    """The PARAMS row of one test snapshot (SNAPSHOT_KEY unless named)."""
-    return params_frame(spark, {snapshot_id or SNAPSHOT_KEY: (config, now_ms)})
+    """The parameters of one test snapshot (SNAPSHOT_KEY unless named)."""
+    return snapshot_params(spark, {snapshot_id or SNAPSHOT_KEY: (config, now_ms)})
 
 
 BROKEN_CONFIG = {"notification_backlog": {"max_children": 2}}

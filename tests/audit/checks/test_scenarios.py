@@ -38,7 +38,7 @@ def small_data_spark(spark: SparkSession) -> Iterator[SparkSession]:
 
 
 def params(spark: SparkSession, now_ms: int = NOW, snapshot_id: str = SNAPSHOT_KEY, **values: int) -> Params:
-    """The PARAMS row of one snapshot: the default settings at ``now_ms``, with the given parameters instead."""
+    """The parameters of one snapshot: the default settings at ``now_ms``, with the given parameters instead."""
     return Params(spark, {snapshot_id: {**params_row(load_config(None), now_ms), **values}})
 
 
