@@ -25,10 +25,12 @@ lint: setup
 	$(VENV)/bin/ruff check .
 
 # every speed figure and its target in one run (BENCH_ARGS=--write-readme: the README's performance table;
-# --quick: small trees, to check the benchmark); then ZooKeeper's files: offline rebuild vs live walk at 1M
-# znodes, and the change table of the history app
+# --quick: small trees, to check the benchmark); the keyed audit over 1, 10 and 100 clusters against one
+# (BENCH_FLEET_ARGS=--dag 100 adds the DAG run over 100 clusters); then ZooKeeper's files: offline rebuild vs
+# live walk at 1M znodes, and the change table of the history app
 bench: setup
 	$(PY) bench/bench_all.py $(BENCH_ARGS)
+	$(PY) bench/bench_fleet.py $(BENCH_FLEET_ARGS)
 	$(PY) bench/bench_offline.py
 	$(PY) bench/bench_history.py
 
