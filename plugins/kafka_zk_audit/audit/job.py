@@ -254,29 +254,8 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
     results = {}
     for snapshot_in in batch.snapshots:
         sid = snapshot_in.snapshot_id
-        stats, found = finalized.stats[sid], counts[sid]
-        by_check: dict[str, int] = {}
-        by_severity: dict[str, int] = {}
-        for (check_id, severity), n in found.items():
-            by_check[check_id] = by_check.get(check_id, 0) + n
-            by_severity[severity] = by_severity.get(severity, 0) + n
-        report = readiness.get(sid)
-        result = {
-            "snapshot_id": sid,
-            "baseline_snapshot_id": snapshot_in.baseline_id,
-            "checks": {check_id: int(by_check.get(check_id, 0)) for check_id in CHECK_IDS},
-            "severities": by_severity,
-            "findings": int(sum(by_check.values())),
-            "new_findings": int(stats["new"]),
-            "resolved_findings": int(stats["resolved"]),
-            "suppressed_findings": int(stats.get("suppressed", 0)),
-            "explained_findings": int(stats.get("explained", 0)),
-            "table_rows": row_counts[sid],
-            "readiness": None if report is None else {
-                "target_version": report["target_version"], "verdict": report["verdict"],
-                "phase": report["phase"]["phase"], "counts": report["counts"]},
-            "seconds": seconds,
-        }
+        result = audit_figures(snapshot_in, finalized.stats[sid], counts[sid], row_counts[sid], readiness.get(sid),
+                               seconds)
         out.write_json(f"{out.run_dir(sid)}/audit.json", result)
         results[sid] = result
         log.info("%s: findings: %d (%d new, %d resolved); per check: %s", sid, result["findings"],
@@ -285,6 +264,34 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
     clock.log(ids)
     log.info("audited %d snapshot(s) in %.1fs", len(ids), seconds)
     return results
+
+
+def audit_figures(snapshot: BatchSnapshot, stats: Mapping[str, int], counts: Mapping[tuple[str, str], int],
+                  table_rows: Mapping[str, int], report: Mapping[str, Any] | None, seconds: float) -> dict[str, Any]:
+    """A snapshot's ``runs/<id>/audit.json``: its findings by check and severity ((check, severity) -> count), the
+    new / resolved / suppressed / explained counts, its tables' rows and its readiness verdict."""
+    by_check: dict[str, int] = {}
+    by_severity: dict[str, int] = {}
+    for (check_id, severity), n in counts.items():
+        by_check[check_id] = by_check.get(check_id, 0) + n
+        by_severity[severity] = by_severity.get(severity, 0) + n
+    result = {
+        "snapshot_id": snapshot.snapshot_id,
+        "baseline_snapshot_id": snapshot.baseline_id,
+        "checks": {check_id: int(by_check.get(check_id, 0)) for check_id in CHECK_IDS},
+        "severities": by_severity,
+        "findings": int(sum(by_check.values())),
+        "new_findings": int(stats["new"]),
+        "resolved_findings": int(stats["resolved"]),
+        "suppressed_findings": int(stats.get("suppressed", 0)),
+        "explained_findings": int(stats.get("explained", 0)),
+        "table_rows": dict(table_rows),
+        "readiness": None if report is None else {
+            "target_version": report["target_version"], "verdict": report["verdict"],
+            "phase": report["phase"]["phase"], "counts": report["counts"]},
+        "seconds": seconds,
+    }
+    return result
 
 
 def _readiness(spark: SparkSession, warehouse: Warehouse, batch: Batch, tables: Mapping[str, DataFrame],
