@@ -33,13 +33,9 @@ def drift_rows(tables: Mapping[str, DataFrame], batch: Batch,
         ids = tables[name].select(KEY, "group_id")
         groups = ids if groups is None else groups.unionByName(ids)
     assert groups is not None
-    figures = (
-        groups.distinct().groupBy(KEY).agg(F.count(F.lit(1)).alias("groups"), F.lit(None).cast("int").alias("epoch"))
-        .unionByName(tables["controller_epoch"].groupBy(KEY).agg(
-            F.lit(None).cast("long").alias("groups"), F.max("epoch").alias("epoch")))
-        .groupBy(KEY).agg(F.max("groups").alias("groups"), F.max("epoch").alias("epoch"))
-        .collect()
-    )
+    counted = groups.distinct().groupBy(KEY).agg(F.count(F.lit(1)).alias("groups"))
+    epochs = tables["controller_epoch"].groupBy(KEY).agg(F.max("epoch").alias("epoch"))
+    figures = counted.join(epochs, KEY, "full").collect()
     by_snapshot = {row[KEY]: row for row in figures}
     rows = []
     for snapshot in batch.snapshots:

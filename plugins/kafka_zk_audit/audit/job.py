@@ -36,7 +36,7 @@ from kafka_zk_audit.audit.readiness import SnapshotReadiness, audit_readiness, w
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
 from kafka_zk_audit.contract.schemas import DRIFT, FINDINGS, KEY, SNAPSHOT, TABLES
 from kafka_zk_audit.contract.settings import load_config
-from kafka_zk_audit.contract.warehouse import Warehouse, choose_baseline, read_manifest
+from kafka_zk_audit.contract.warehouse import Warehouse, read_manifest
 
 log = logging.getLogger(__name__)
 
@@ -102,17 +102,15 @@ def read_tables(spark: SparkSession, warehouse: Warehouse, names: Sequence[str],
 
 def plan_batch(warehouse: Warehouse, snapshot_ids: Sequence[str], config_path: str | None) -> Batch:
     """A live run's batch: each snapshot with its cluster's settings and, as baseline, the previous audited
-    snapshot of its ensemble and chroot (``choose_baseline`` among the audited snapshots, whose manifests are read
-    once for the whole batch)."""
+    snapshot of its ensemble and chroot (``Warehouse.baselines``)."""
     settings = load_config(config_path)
-    audited = [(sid, read_manifest(warehouse, sid)) for sid in warehouse.audited_snapshots()]
+    baselines = warehouse.baselines(snapshot_ids)
     snapshots = []
     for sid in snapshot_ids:
         manifest = read_manifest(warehouse, sid)
         cluster = manifest.get("cluster") or ""
-        baseline = choose_baseline(sid, manifest, [(other, m) for other, m in audited if other != sid])
-        snapshots.append(BatchSnapshot(sid, cluster, settings.for_cluster(cluster), started_ms(manifest), baseline,
-                                       manifest))
+        snapshots.append(BatchSnapshot(sid, cluster, settings.for_cluster(cluster), started_ms(manifest),
+                                       baselines[sid], manifest))
     return Batch(tuple(snapshots))
 
 

@@ -61,7 +61,9 @@ def write_keyed(frame: DataFrame, warehouse: Warehouse, root: str, snapshot_ids:
     clear(warehouse, root, snapshot_ids)
     out = frame.coalesce(1) if single_file else frame
     out.write.partitionBy(KEY).mode("overwrite").option("partitionOverwriteMode", "dynamic").parquet(root)
-    file_schema = StructType([field for field in frame.schema.fields if field.name != KEY])
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    file_schema = to_arrow_schema(StructType([field for field in frame.schema.fields if field.name != KEY]))
     written = present(warehouse, root)
     for sid in snapshot_ids:
         if sid not in written:
@@ -170,24 +172,13 @@ def write_partitioned(warehouse: Warehouse, root: str, table: Any, snapshot_ids:
     written = present(warehouse, root)
     for sid in snapshot_ids:
         if sid not in written:
-            _write_empty_arrow(warehouse, partition_dir(root, sid), file_schema)
+            write_empty(warehouse, partition_dir(root, sid), file_schema)
 
 
-def _write_empty_arrow(warehouse: Warehouse, directory: str, schema: Any) -> None:
+def write_empty(warehouse: Warehouse, directory: str, schema: Any) -> None:
+    """``directory`` as one Parquet file of the Arrow ``schema`` without rows."""
     import pyarrow.parquet as pq
 
     path = warehouse.fs_path(directory)
     warehouse.fs.makedirs(path, exist_ok=True)
     pq.write_table(schema.empty_table(), f"{path}/part-00000.parquet", filesystem=warehouse.fs)
-
-
-def write_empty(warehouse: Warehouse, directory: str, schema: StructType) -> None:
-    """``directory`` as one Parquet file of ``schema`` without rows."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    path = warehouse.fs_path(directory)
-    warehouse.fs.makedirs(path, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist([], schema=to_arrow_schema(schema)), f"{path}/part-00000.parquet",
-                   filesystem=warehouse.fs)

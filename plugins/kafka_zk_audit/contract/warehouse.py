@@ -151,11 +151,16 @@ class Warehouse:
     def previous_audited(self, snapshot_id: str) -> str | None:
         """The baseline of ``snapshot_id``: the newest audited snapshot of the same ensemble and chroot
         that started before it (see ``choose_baseline``), or None."""
-        current = self.read_json(self.manifest_path(snapshot_id))
-        candidates = (
-            (sid, self.read_json(self.manifest_path(sid))) for sid in self.audited_snapshots() if sid != snapshot_id
-        )
-        return choose_baseline(snapshot_id, current, candidates)
+        return self.baselines([snapshot_id])[snapshot_id]
+
+    def baselines(self, snapshot_ids: Iterable[str]) -> dict[str, str | None]:
+        """``previous_audited`` of several snapshots, reading each audited snapshot's manifest once."""
+        audited = [(sid, self.read_json(self.manifest_path(sid))) for sid in self.audited_snapshots()]
+        return {
+            snapshot_id: choose_baseline(snapshot_id, self.read_json(self.manifest_path(snapshot_id)),
+                                         ((sid, m) for sid, m in audited if sid != snapshot_id))
+            for snapshot_id in snapshot_ids
+        }
 
     def claim_snapshot_dir(self, snapshot_id: str) -> bool:
         """Create the snapshot's directory for this writer alone; False when it exists (written or being written).
