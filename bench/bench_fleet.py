@@ -6,7 +6,8 @@ A private ZooKeeper on 127.0.0.1 holds up to max(--sizes) simulated demo-shaped 
 one chroot each, each snapshotted while healthy (its brokers registered). Then, each in its own process:
 
 1. the audit Spark app (spark-submit local[*], as the DAG's audit task runs it) on the snapshots of 1, 10 and 100
-   clusters in one app: wall time, Spark jobs (the app's ``profile`` lines), and the ratio to one cluster;
+   clusters in one app: wall time, Spark jobs (the app's ``profile`` lines), and the ratio to one cluster; then
+   the gate over the same snapshots in a fresh Python process (``profile_audit.run_gate``: imports included);
 2. ``kafka-zk-audit run`` with ``--cli`` clusters (``--zk NAME=…`` each) against the same command with one;
 3. with ``--dag N``: one DAG run (``airflow dags test``) over N clusters against one over a single cluster.
 
@@ -27,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import profile_audit  # bench/profile_audit.py (the script's folder): the gate in a fresh process
 import yaml
 from kazoo.client import KazooClient
 
@@ -167,6 +169,12 @@ def table(results: dict[str, Any]) -> str:
     row("Spark jobs per audit app run, whatever the number of snapshots", ", ".join(
         f"{size}: {figures['jobs']}" for size, figures in app.items()), "≤ 60",
         all(figures["jobs"] <= 60 for figures in app.values()))
+    gates = results.get("gate") or {}
+    for size, figures in gates.items():
+        ratio = figures["wall"] / gates[next(iter(gates))]["wall"]
+        row(f"gate over {size} snapshot(s) in one run (fresh process)", f"{figures['wall']:.1f} s, "
+            f"{figures['validations']} validations ({ratio:.2f}× the first)", "≤ 2× one (100)",
+            ratio <= 2 if size == "100" else None)
     if "cli" in results:
         cli = results["cli"]
         ratio = cli["many"]["wall"] / cli["one"]["wall"]
@@ -193,7 +201,7 @@ def main() -> int:
     sizes = [int(s) for s in args.sizes.split(",") if s]
     work = Path(tempfile.mkdtemp(prefix="kafka-zk-audit-bench-fleet-"))
     server = ZooKeeperServer(work / "zk", port=free_port(), heap_mb=2048).start()
-    results: dict[str, Any] = {"app": {}}
+    results: dict[str, Any] = {"app": {}, "gate": {}}
     sims: list[Simulator] = []
     try:
         count = max([*sizes, args.cli, args.dag])
@@ -207,6 +215,10 @@ def main() -> int:
             say(f"audit app on {size} snapshot(s), {znodes:,} znodes")
             results["app"][str(size)] = {**run_app(warehouse, ids, work / f"app-{size}.log"), "znodes": znodes}
             say(f"  {results['app'][str(size)]['wall']:.1f} s, {results['app'][str(size)]['jobs']} jobs")
+            gate = profile_audit.run_gate(None, warehouse.root, ",".join(ids), work / f"gate-{size}.log")
+            results["gate"][str(size)] = {"wall": gate["wall"], "validations": len(gate["validations"]),
+                                          "success": gate["success"]}
+            say(f"  gate: {gate['wall']:.1f} s, {len(gate['validations'])} validations")
         if args.cli:
             say(f"kafka-zk-audit run: 1 cluster, then {args.cli}")
             one = run_cli(server, names[:1], work, "one")

@@ -107,7 +107,8 @@ def run_app(tree: Path | None, warehouse_root: str, snapshot_id: str, log: Path,
 
 
 def gate_profile(warehouse_root: str, snapshot_id: str) -> dict[str, Any]:
-    """Run the gate once in this process, as the operator does, timing each step (printed as JSON)."""
+    """Run the gate once in this process, as the operator does, timing each step (printed as JSON).
+    ``snapshot_id`` may name several snapshots, comma-separated (one gate run over all of them)."""
     started = time.monotonic()
     timings: dict[str, Any] = {}
     import great_expectations  # noqa: F401
@@ -115,7 +116,7 @@ def gate_profile(warehouse_root: str, snapshot_id: str) -> dict[str, Any]:
     from great_expectations.core.validation_definition import ValidationDefinition
 
     from kafka_zk_audit.contract.warehouse import Warehouse
-    from kafka_zk_audit.gate.context import configure_checkpoint, file_data_context, plan_validations
+    from kafka_zk_audit.gate.context import configure_checkpoint, file_data_context, plan_gate, split_ids
     from kafka_zk_audit.gate.suites import load_suites
     from kafka_zk_audit.gate.verdict import build_fleet_verdict
 
@@ -138,14 +139,14 @@ def gate_profile(warehouse_root: str, snapshot_id: str) -> dict[str, Any]:
     warehouse = Warehouse(warehouse_root)
     step = time.monotonic()
     suites = load_suites({}, None)
-    planned = plan_validations(warehouse, [snapshot_id], suites)
+    plan = plan_gate(warehouse, split_ids(snapshot_id), suites)
     timings["suites"] = time.monotonic() - step
     step = time.monotonic()
     contexts = file_data_context(warehouse)
     context = next(contexts)
     timings["context"] = time.monotonic() - step
     step = time.monotonic()
-    checkpoint = configure_checkpoint(context, warehouse, [snapshot_id], planned=planned)
+    checkpoint = configure_checkpoint(context, warehouse, split_ids(snapshot_id), plan=plan)
     timings["configure"] = time.monotonic() - step
     step = time.monotonic()
     result = checkpoint.run()
@@ -155,8 +156,8 @@ def gate_profile(warehouse_root: str, snapshot_id: str) -> dict[str, Any]:
         pass
     timings["docs_localize"] = time.monotonic() - step
     described = json.loads(json.dumps(result.describe_dict(), default=str))
-    plan = [(item.snapshot_id, item.cluster, item.loaded.describe()) for item in planned]
-    verdict = build_fleet_verdict(described, plan, lambda _c: ({}, ("critical", "error")), warehouse.data_docs_index)
+    verdict = build_fleet_verdict(described, plan.described(), plan.clusters, lambda _c: ({}, ("critical", "error")),
+                                  warehouse.data_docs_index)
     timings.update(validations=validations, data_docs=docs, total=time.monotonic() - started,
                    success=verdict["success"], failed=[f["label"] for f in verdict["failed"]],
                    evaluated=verdict["evaluated_expectations"],

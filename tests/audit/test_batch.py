@@ -5,7 +5,8 @@ overrides: a suppression, an SLA, a migration target) and different planted prob
 The first snapshots are audited together (no baseline); the warehouse is then copied, and the second
 snapshots are audited together in one copy and each alone in the other. Every table the audit writes for a
 snapshot (findings, suppressed history, audit tables, readiness, drift, normalized tables) and its audit.json
-must be equal, row for row.
+must be equal, row for row. The gate, validating the batch's audit tables in one validation per suite, must
+give each snapshot the verdict it gets validated alone.
 """
 
 from __future__ import annotations
@@ -20,7 +21,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from kafka_zk_audit.audit.job import run_audit
+from kafka_zk_audit.contract.settings import load_config
 from kafka_zk_audit.contract.warehouse import Warehouse, new_snapshot_id
+from kafka_zk_audit.gate.context import configure_checkpoint, file_data_context, plan_gate, settings_by_cluster
+from kafka_zk_audit.gate.suites import load_suites
+from kafka_zk_audit.gate.verdict import build_fleet_verdict
 from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
 from tests.audit.checks.test_checks import take_snapshot
 
@@ -115,7 +120,23 @@ def audited(zk_server, spark, tmp_path_factory) -> dict[str, Any]:
     for sid in second.values():
         single.update(run_audit(spark, Warehouse(str(alone)), [sid], str(config)))
     return {"first": first, "second": second, "together": together, "alone": alone, "batch": batch,
-            "single": single}
+            "single": single, "config": config}
+
+
+def gate(root: Path, snapshot_ids: list[str], config: Path) -> tuple[dict[str, Any], int]:
+    """The gate's checkpoint over these snapshots, as the gate task runs it: its verdict, and how many
+    validations it ran."""
+    cfg = load_config(str(config))
+    warehouse = Warehouse(str(root))
+    plan = plan_gate(warehouse, snapshot_ids, load_suites(dict(cfg.severity_overrides)),
+                     drift_bounds=lambda cluster: cfg.for_cluster(cluster).drift)
+    contexts = file_data_context(warehouse)
+    result = configure_checkpoint(next(contexts), warehouse, snapshot_ids, plan=plan).run()
+    for _ in contexts:  # the Data Docs
+        pass
+    described = json.loads(json.dumps(result.describe_dict(), default=str))
+    verdict = build_fleet_verdict(described, plan.described(), plan.clusters, settings_by_cluster(cfg), "docs")
+    return verdict, len(described["validation_results"])
 
 
 def test_each_snapshot_of_a_batch_gets_what_it_gets_alone(audited: dict[str, Any]) -> None:
@@ -146,3 +167,20 @@ def test_the_batch_found_each_cluster_its_own_problems(audited: dict[str, Any]) 
     assert {f["cluster"] for f in findings} == {"beta"} and {f["snapshot_id"] for f in findings} == {second["beta"]}
     severity = {f["severity"] for f in findings if f["check_id"] == "leader_not_in_isr"}
     assert severity == {"warning"}  # beta's severity override
+
+
+def test_the_gate_judges_each_snapshot_of_a_batch_as_alone(audited: dict[str, Any]) -> None:
+    second = audited["second"]
+    together, validations = gate(audited["together"], list(second.values()), audited["config"])
+    assert validations == len(load_suites({}))  # one validation per suite for the whole batch
+    for cluster, sid in second.items():
+        alone, _ = gate(audited["alone"], [sid], audited["config"])
+        assert together["snapshots"][sid] == alone["snapshots"][sid], cluster
+    verdicts = together["snapshots"]
+    alpha = verdicts[second["alpha"]]
+    assert alpha["success"] and all(not f["gating"] and f["suite"] == "migration" for f in alpha["failed"])
+    beta = {f["check_id"]: f for f in verdicts[second["beta"]]["failed"]}
+    gamma = {f["check_id"]: f for f in verdicts[second["gamma"]]["failed"]}
+    assert beta["leader_not_in_isr"]["gating"] is False  # beta's severity override: a warning
+    assert gamma["leader_not_in_isr"]["gating"] is True and gamma["leader_not_in_isr"]["cluster"] == "gamma"
+    assert together["success"] is False and verdicts[second["beta"]]["success"] is False  # its offsets went back

@@ -1,17 +1,14 @@
-"""Drift bounds from the baseline's drift row, and the per-cluster copy of the drift suite (no GX run)."""
+"""Drift bounds from the baseline's drift row, and the drift suite that compares each count with its bound (no GX
+run; the gate's runs over real clusters are in tests/audit/test_batch.py and tests/system)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from kafka_zk_audit.contract.schemas import DRIFT
 from kafka_zk_audit.contract.settings import parse_config
-from kafka_zk_audit.gate.drift import (
-    OPEN_MAX,
-    cluster_parameters,
-    drift_parameters,
-    suite_for_cluster,
-)
+from kafka_zk_audit.gate.drift import BOUND_COLUMNS, OPEN_MAX, drift_parameters
 
 REPO = Path(__file__).resolve().parents[2]
 BOUNDS = parse_config({"drift": {"brokers_max_drop": 0, "topics_max_drop_pct": 5, "partitions_max_drop_pct": 10,
@@ -40,10 +37,15 @@ def test_without_a_baseline_every_bound_is_open():
     assert all(value == 0 for name, value in params.items() if name.endswith("_min"))
 
 
-def test_the_suite_template_is_copied_per_cluster_with_its_own_parameter_names():
-    template = json.loads((REPO / "expectations" / "drift.json").read_text())
-    copy = suite_for_cluster(template, "prod-eu.1")
-    assert copy["name"] == "drift.prod-eu.1"
-    params = {e["kwargs"].get("min_value", e["kwargs"].get("max_value"))["$PARAMETER"] for e in copy["expectations"]}
-    assert params == set(cluster_parameters("prod-eu.1", drift_parameters(PREVIOUS, BOUNDS)))
-    assert template["expectations"][0]["kwargs"]["min_value"] == {"$PARAMETER": "brokers_min"}  # untouched
+def test_the_suite_compares_every_count_with_its_bound_column():
+    suite = json.loads((REPO / "expectations" / "drift.json").read_text())
+    pairs = {(e["kwargs"]["column_A"], e["kwargs"]["column_B"]) for e in suite["expectations"]}
+    assert {e["type"] for e in suite["expectations"]} == {"expect_column_pair_values_a_to_be_greater_than_b"}
+    assert all(e["kwargs"]["or_equal"] is True for e in suite["expectations"])  # the bound itself is allowed
+    counted = {name for name in DRIFT.fieldNames()} - {"topic", "partition", "group_id", "broker_id", "path",
+                                                       "evidence", "cluster", "snapshot_id", "baseline_snapshot_id",
+                                                       "started_at"}
+    expected = {(f"{name}_max", name) if name == "controller_epoch" else (name, f"{name}_min") for name in counted}
+    assert pairs == expected
+    assert {bound for pair in pairs for bound in pair if bound.endswith(("_min", "_max"))} == set(BOUND_COLUMNS)
+    assert set(drift_parameters(PREVIOUS, BOUNDS)) == set(BOUND_COLUMNS)

@@ -124,7 +124,7 @@ def test_a_user_expectation_gates_by_its_meta_severity(audited, tmp_path):
     assert len(result["validation_results"]) == 11
     topic_naming = result["validation_results"][-1]
     assert topic_naming["success"] is True and topic_naming["statistics"]["evaluated_expectations"] == 2
-    assert {e["kwargs"]["batch_id"] for e in topic_naming["expectations"]} == {"kafka_zk_audit_warehouse-audit_topics"}
+    assert {e["kwargs"]["batch_id"] for e in topic_naming["expectations"]} == {"kafka_zk_audit_run-audit_topics"}
 
     docs = Path(warehouse.data_docs_dir)
     brokers_pages = sorted((docs / "validations" / "brokers").rglob("*.html"))

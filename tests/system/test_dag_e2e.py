@@ -361,16 +361,16 @@ def test_data_docs_in_headless_chromium(history):
     index = render_dom(docs / "index.html")
     assert 'class="bootstrap-table' in index  # the index's tables are built by its (local) scripts
     index_text = text_of(index)
-    for suite in (*ENTITIES, "drift.default", "migration"):
+    for suite in (*ENTITIES, "drift", "migration"):
         assert suite in index_text, suite
-    # the eight entity suites, the cluster's drift suite and the readiness suite
+    # the eight entity suites, the drift suite and the readiness suite
     assert "Showing 1 to 10 of 10 rows" in index_text
     assert "of 30 rows" in index_text  # ten validation results per run, three runs (paginated)
     assert index_text.startswith("ZooKeeper → KRaft migration readiness")  # the link to the readiness pages
 
     pages = sorted((docs / "validations" / "partitions").rglob("*.html"))
     assert len(pages) == len(history.runs)
-    # the index links the latest result (asset names carry the cluster: "audit_partitions default")
+    # the index links the latest result
     assert quote(Path(pages[-1]).relative_to(docs).as_posix()) in index
     text = text_of(render_dom(pages[-1]))
     plant = next(p for p in history.planted if p.check_id == "leader_not_in_isr")

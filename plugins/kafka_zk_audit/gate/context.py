@@ -8,9 +8,11 @@ group or znode fails. Users add expectations to those suites, or suites of their
 table (``suites``). Every loaded suite is validated over its audit table and shown in the Data Docs;
 the verdict (``verdict``) fails only on failed expectations of a gating severity.
 
-The audit job writes small audit tables as one Parquet file each: the gate then validates them with
-GX's pandas datasource, so it starts no Spark session (its cost grows with rows, not with a JVM). Tables
-in several files, larger than ``PANDAS_MAX_BYTES`` or in a remote warehouse are validated with Spark.
+A gate run validates a run's snapshots together: each audit table is staged as one Parquet file with
+``snapshot_id`` and ``cluster`` columns (``staging``), each suite is validated once over it and the
+verdict splits the unexpected rows per snapshot, so the gate's cost follows the rows, not the number of
+clusters. Staged tables up to ``PANDAS_MAX_BYTES`` are validated with GX's pandas datasource (no Spark
+session in the gate), larger ones with Spark.
 """
 
 from __future__ import annotations
@@ -24,24 +26,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kafka_zk_audit.contract.schemas import INDEX_COLUMNS
-from kafka_zk_audit.contract.settings import DriftConfig
+from kafka_zk_audit.contract.settings import AuditConfig, DriftConfig
 from kafka_zk_audit.contract.warehouse import Warehouse, read_manifest
 from kafka_zk_audit.gate.docs_assets import localize
-from kafka_zk_audit.gate.drift import (
-    DRIFT_SUITE,
-    DRIFT_TABLE,
-    cluster_parameters,
-    drift_parameters,
-    drift_suite_for_cluster,
-)
+from kafka_zk_audit.gate.drift import DRIFT_TABLE, drift_parameters, previous_drift_row
+from kafka_zk_audit.gate.staging import GATE_INDEX_COLUMNS, stage_tables, staged_name, validated_per_run
 from kafka_zk_audit.gate.suites import LoadedSuite, SuiteFileError, load_suites
 
-DATASOURCE = "kafka_zk_audit_warehouse"
+DATASOURCE = "kafka_zk_audit_run"
 CHECKPOINT = "kafka_zk_audit_gate"
 DOCS_SITE = "kafka_zk_audit_docs"
-# Audit tables up to this size, each in one Parquet file of a local warehouse, are validated with pandas:
-# no Spark session in the gate. Larger (or remote) ones with Spark.
+# Staged tables up to this size are validated with pandas: no Spark session in the gate. Larger ones with Spark.
 PANDAS_MAX_BYTES = 64 * 1024 * 1024
 
 
@@ -65,6 +60,11 @@ def file_data_context(warehouse: Warehouse) -> Iterator[Any]:
     root, remote = local_context_root(warehouse)
     root.mkdir(parents=True, exist_ok=True)
     context = gx.get_context(mode="file", project_root_dir=str(root))
+    if getattr(context.variables.progress_bars, "globally", True):  # a bar per validation floods the task's log
+        from great_expectations.data_context.types.base import ProgressBarsConfig
+
+        context.variables.progress_bars = ProgressBarsConfig(globally=False)
+        context.variables.save()
     docs_dir = root / "data_docs_site" if remote else Path(warehouse.data_docs_dir.removeprefix("file://"))
     site_config = {
         "class_name": "SiteBuilder",
@@ -87,9 +87,9 @@ def file_data_context(warehouse: Warehouse) -> Iterator[Any]:
 def forget_previous_run(context: Any) -> None:
     """Remove the previous run's checkpoint, validation definitions and suites from the context's stores.
 
-    They name the previous snapshot's batch definitions, which this run replaces; GX then could not
+    They name the previous run's batch definitions, which this run replaces; GX then could not
     load the stored checkpoint any more (``Could not find batch definition``). All are rebuilt on
-    every run from the suites folder and the snapshot id (so a suite file removed from the folder
+    every run from the suites folder and the run's snapshots (so a suite file removed from the folder
     leaves the Data Docs too); the validation results stay.
     """
     root = Path(context.root_directory)
@@ -111,12 +111,37 @@ def audit_tables_of(warehouse: Warehouse, snapshot_id: str) -> list[str]:
 
 @dataclass(frozen=True)
 class PlannedValidation:
-    """One validation of the checkpoint: a suite (the drift suite: its copy for the cluster) on a snapshot."""
+    """One validation of the checkpoint: a suite over the run's staged table (every snapshot of the run), or,
+    for a suite that cannot be split by rows, over one snapshot's."""
 
-    snapshot_id: str
-    cluster: str | None
     loaded: LoadedSuite
-    parameters: dict[str, Any]
+    snapshot_ids: tuple[str, ...]
+    per_run: bool
+
+
+@dataclass(frozen=True)
+class GatePlan:
+    """What one gate run validates: the run's snapshots (id -> cluster), its validations in checkpoint order and
+    each snapshot's drift bounds."""
+
+    clusters: dict[str, str | None]
+    validations: list[PlannedValidation]
+    drift_bounds: dict[str, dict[str, int]]
+
+    def described(self) -> list[tuple[tuple[str, ...], dict[str, Any]]]:
+        """(snapshots, described suite) per validation, as ``verdict.build_fleet_verdict`` takes them."""
+        return [(item.snapshot_ids, item.loaded.describe()) for item in self.validations]
+
+
+def settings_by_cluster(cfg: AuditConfig) -> Callable[[str | None], tuple[dict[str, str], tuple[str, ...]]]:
+    """The verdict's ``settings_of``: a cluster's severity overrides and gating severities (its own overrides merged
+    over the file's)."""
+
+    def settings_of(cluster: str | None) -> tuple[dict[str, str], tuple[str, ...]]:
+        cluster_cfg = cfg.for_cluster(cluster) if cluster else cfg
+        return dict(cluster_cfg.severity_overrides), tuple(cluster_cfg.gate.gating_severities)
+
+    return settings_of
 
 
 def split_ids(snapshot_ids: str | Sequence[str]) -> list[str]:
@@ -125,53 +150,42 @@ def split_ids(snapshot_ids: str | Sequence[str]) -> list[str]:
     return [value.strip() for value in values if value and value.strip() and value.strip() != "None"]
 
 
-def previous_drift_row(warehouse: Warehouse, snapshot_id: str) -> dict[str, Any] | None:
-    """The drift row of the snapshot's baseline (from its audit figures), or None without one."""
-    import pyarrow.parquet as pq
-
-    audit_path = f"{warehouse.run_dir(snapshot_id)}/audit.json"
-    baseline = warehouse.read_json(audit_path).get("baseline_snapshot_id") if warehouse.exists(audit_path) else None
-    if not baseline or not warehouse.exists(warehouse.table_dir(DRIFT_TABLE, baseline)):
-        return None
-    rows = pq.read_table(warehouse.fs_path(warehouse.table_dir(DRIFT_TABLE, baseline)),
-                         filesystem=warehouse.fs).to_pylist()
-    return rows[0] if rows else None
-
-
-def plan_validations(warehouse: Warehouse, snapshot_ids: str | Sequence[str], suites: Sequence[LoadedSuite],
-                     drift_bounds: Callable[[str | None], DriftConfig] | None = None) -> list[PlannedValidation]:
-    """Every (snapshot, suite) the checkpoint validates, in checkpoint order; the drift suite gets a copy per
-    cluster with its bounds as suite parameters (``drift_bounds(cluster)``, default the packaged settings)."""
+def plan_gate(warehouse: Warehouse, snapshot_ids: str | Sequence[str], suites: Sequence[LoadedSuite],
+              drift_bounds: Callable[[str | None], DriftConfig] | None = None) -> GatePlan:
+    """Every validation of the checkpoint: one per suite for the whole run when its expectations judge rows one by
+    one (``staging.validated_per_run``), else one per snapshot. The drift bounds come from each snapshot's baseline
+    and ``drift_bounds(cluster)`` (default: the packaged settings)."""
     from kafka_zk_audit.contract.settings import load_config
 
     bounds_of = drift_bounds or (lambda _cluster: load_config(None).drift)
-    planned = []
-    for snapshot_id in split_ids(snapshot_ids):
-        cluster = read_manifest(warehouse, snapshot_id).get("cluster")
-        present = set(audit_tables_of(warehouse, snapshot_id))
+    ids = split_ids(snapshot_ids)
+    clusters = {sid: read_manifest(warehouse, sid).get("cluster") for sid in ids}
+    for sid in ids:
+        present = set(audit_tables_of(warehouse, sid))
         for loaded in suites:
             if loaded.audit_table not in present:
                 raise SuiteFileError(
-                    f"suite file {loaded.path} runs on {loaded.audit_table}, which snapshot {snapshot_id} does not "
-                    f"have ({warehouse.table_dir(loaded.audit_table, snapshot_id)}); tables: "
-                    f"{', '.join(sorted(present))}"
+                    f"suite file {loaded.path} runs on {loaded.audit_table}, which snapshot {sid} does not "
+                    f"have ({warehouse.table_dir(loaded.audit_table, sid)}); tables: {', '.join(sorted(present))}"
                 )
-            if loaded.name != DRIFT_SUITE:
-                planned.append(PlannedValidation(snapshot_id, cluster, loaded, {}))
-                continue
-            parameters = drift_parameters(previous_drift_row(warehouse, snapshot_id), bounds_of(cluster))
-            planned.append(PlannedValidation(snapshot_id, cluster, drift_suite_for_cluster(loaded, cluster),
-                                             cluster_parameters(cluster, parameters)))
-    return planned
+    validations = []
+    for loaded in suites:
+        if validated_per_run(loaded):
+            validations.append(PlannedValidation(loaded, tuple(ids), per_run=True))
+        else:
+            validations.extend(PlannedValidation(loaded, (sid,), per_run=False) for sid in ids)
+    bounds = {}
+    if any(loaded.audit_table == DRIFT_TABLE for loaded in suites):
+        bounds = {sid: drift_parameters(previous_drift_row(warehouse, sid), bounds_of(clusters[sid])) for sid in ids}
+    return GatePlan(clusters, validations, bounds)
 
 
 class ParameterizedCheckpoint:
-    """A stored checkpoint that runs with the drift suites' parameters (the GX provider passes none) and a run
-    name, so that the Data Docs name each validation by its run (GX shows ``__none__`` without one)."""
+    """A stored checkpoint that runs with a run name, so that the Data Docs name each validation by its run (GX
+    shows ``__none__`` without one)."""
 
-    def __init__(self, checkpoint: Any, parameters: dict[str, Any], run_name: str | None = None) -> None:
+    def __init__(self, checkpoint: Any, run_name: str | None = None) -> None:
         self.checkpoint = checkpoint
-        self.parameters = parameters
         self.run_name = run_name
 
     def run(self, batch_parameters: dict[str, Any] | None = None, **kwargs: Any) -> Any:
@@ -179,8 +193,7 @@ class ParameterizedCheckpoint:
 
         run_id = kwargs.get("run_id") or (RunIdentifier(run_name=self.run_name) if self.run_name else None)
         return self.checkpoint.run(batch_parameters=batch_parameters,
-                                   expectation_parameters={**self.parameters, **(kwargs.get("expectation_parameters")
-                                                                                or {})}, run_id=run_id)
+                                   expectation_parameters=kwargs.get("expectation_parameters"), run_id=run_id)
 
 
 def run_name(snapshot_ids: Sequence[str]) -> str:
@@ -191,84 +204,73 @@ def run_name(snapshot_ids: Sequence[str]) -> str:
     return ids[0] if len(ids) == 1 else f"{ids[0]} +{len(ids) - 1} snapshots"
 
 
-def pandas_batch_files(warehouse: Warehouse,
-                       planned: Sequence[PlannedValidation]) -> dict[tuple[str, str], str] | None:
-    """(audit table, snapshot) -> its Parquet file relative to ``<warehouse>/tables`` when every planned table is
-    one small file of a local warehouse (the audit job writes small tables so), else None: validate with Spark."""
-    if not warehouse.is_local:
-        return None
-    files: dict[tuple[str, str], str] = {}
-    for item in planned:
-        key = (item.loaded.audit_table, item.snapshot_id)
-        if key in files:
-            continue
-        directory = warehouse.table_dir(*key)
-        parts = [entry for entry in warehouse.fs.ls(warehouse.fs_path(directory), detail=True)
-                 if entry["name"].endswith(".parquet") and not entry["name"].rsplit("/", 1)[-1].startswith(("_", "."))]
-        if len(parts) != 1 or parts[0]["size"] > PANDAS_MAX_BYTES:
-            return None
-        files[key] = f"{key[0]}/snapshot_id={key[1]}/{parts[0]['name'].rsplit('/', 1)[-1]}"
-    return files
+def staging_dir(context: Any) -> Path:
+    """Where the run's staged tables live: beside the File Data Context (replaced by every run)."""
+    return Path(context.root_directory) / "staged"
 
 
-def warehouse_datasource(context: Any, warehouse: Warehouse, use_pandas: bool) -> Any:
-    """The context's datasource over ``<warehouse>/tables``: pandas or Spark (replacing one of the other kind)."""
-    base_directory = f"{warehouse.root}/tables"
+def stage_plan(context: Any, warehouse: Warehouse, plan: GatePlan) -> tuple[Path, dict[str, int]]:
+    """Stage the tables the plan validates; returns the folder and each staged file's size."""
+    per_run = sorted({item.loaded.audit_table for item in plan.validations if item.per_run})
+    per_snapshot = sorted({item.loaded.audit_table for item in plan.validations if not item.per_run})
+    folder = staging_dir(context)
+    sizes = stage_tables(warehouse, folder, plan.clusters, per_run, per_snapshot,
+                         extra={DRIFT_TABLE: plan.drift_bounds} if plan.drift_bounds else None)
+    return folder, sizes
+
+
+def staged_datasource(context: Any, folder: Path, use_pandas: bool) -> Any:
+    """The context's datasource over the staged tables: pandas or Spark (replacing one of the other kind)."""
     wanted = "pandas_filesystem" if use_pandas else "spark_filesystem"
     existing = context.data_sources.all().get(DATASOURCE)
     if existing is not None and existing.type != wanted:
         context.data_sources.delete(DATASOURCE)
     if use_pandas:
-        return context.data_sources.add_or_update_pandas_filesystem(
-            DATASOURCE, base_directory=base_directory.removeprefix("file://")
-        )
-    return context.data_sources.add_or_update_spark_filesystem(DATASOURCE, base_directory=base_directory)
+        return context.data_sources.add_or_update_pandas_filesystem(DATASOURCE, base_directory=str(folder))
+    return context.data_sources.add_or_update_spark_filesystem(DATASOURCE, base_directory=str(folder))
 
 
 def configure_checkpoint(context: Any, warehouse: Warehouse, snapshot_id: str | Sequence[str],
                          severity_overrides: dict[str, str] | None = None,
                          suites_dir: str | Path | None = None,
                          suites: list[LoadedSuite] | None = None,
-                         planned: Sequence[PlannedValidation] | None = None) -> Any:
-    """One validation definition per planned (snapshot, suite) over that snapshot's table; suites on the same
-    table of a snapshot share its batch definition. ``snapshot_id`` may name several snapshots (a fleet run)."""
+                         plan: GatePlan | None = None) -> Any:
+    """Stage the run's audit tables and store one validation definition per planned validation: a suite over the
+    run's table (asset ``<table>``), or over one snapshot's (asset ``<table> <cluster>``). ``snapshot_id`` may
+    name several snapshots (a fleet run)."""
     import great_expectations as gx
     from great_expectations.checkpoint import UpdateDataDocsAction
 
-    if planned is None:
+    if plan is None:
         if suites is None:
             suites = load_suites(severity_overrides, suites_dir)
-        planned = plan_validations(warehouse, snapshot_id, suites)
+        plan = plan_gate(warehouse, snapshot_id, suites)
     forget_previous_run(context)
-    files = pandas_batch_files(warehouse, planned)
-    datasource = warehouse_datasource(context, warehouse, use_pandas=files is not None)
+    folder, sizes = stage_plan(context, warehouse, plan)
+    datasource = staged_datasource(context, folder, use_pandas=max(sizes.values(), default=0) <= PANDAS_MAX_BYTES)
     for asset in list(datasource.assets):
         datasource.delete_asset(asset.name)
-    batches: dict[tuple[str, str], Any] = {}
+    name = run_name(list(plan.clusters))
+    batches: dict[str, Any] = {}
     stored_suites: dict[str, Any] = {}
     definitions = []
-    parameters: dict[str, Any] = {}
-    for item in planned:
-        table, key = item.loaded.audit_table, (item.loaded.audit_table, item.snapshot_id)
-        if key not in batches:
-            asset_name = f"{table} {item.cluster}" if item.cluster else table
-            batch_name = f"snapshot {item.snapshot_id}"
-            if files is not None:
-                asset = datasource.add_parquet_asset(asset_name, dtype_backend="numpy_nullable")
-                batches[key] = asset.add_batch_definition_path(batch_name, path=files[key])
-            else:
-                asset = datasource.add_directory_parquet_asset(
-                    asset_name, data_directory=f"{table}/snapshot_id={item.snapshot_id}"
-                )
-                batches[key] = asset.add_batch_definition_whole_directory(batch_name)
+    for item in plan.validations:
+        table = item.loaded.audit_table
+        sid = None if item.per_run else item.snapshot_ids[0]
+        label = "" if sid is None else f" {plan.clusters[sid] or sid}"
+        path = staged_name(table, sid)
+        if path not in batches:
+            asset = datasource.add_parquet_asset(f"{table}{label}", **({"dtype_backend": "numpy_nullable"}
+                                                                       if datasource.type == "pandas_filesystem"
+                                                                       else {}))
+            batches[path] = asset.add_batch_definition_path(f"run {name}" if sid is None else f"snapshot {sid}",
+                                                            path=path)
         if item.loaded.name not in stored_suites:
             stored_suites[item.loaded.name] = context.suites.add_or_update(item.loaded.suite)
-        name = f"{item.cluster} {item.loaded.name} {item.snapshot_id}" if item.cluster else \
-            f"{item.loaded.name} {item.snapshot_id}"
         definitions.append(context.validation_definitions.add_or_update(
-            gx.ValidationDefinition(name=name, data=batches[key], suite=stored_suites[item.loaded.name])
+            gx.ValidationDefinition(name=f"{item.loaded.name}{label}", data=batches[path],
+                                    suite=stored_suites[item.loaded.name])
         ))
-        parameters.update(item.parameters)
     checkpoint = context.checkpoints.add_or_update(
         gx.Checkpoint(
             name=CHECKPOINT,
@@ -277,9 +279,9 @@ def configure_checkpoint(context: Any, warehouse: Warehouse, snapshot_id: str | 
             result_format={
                 "result_format": "COMPLETE",
                 "partial_unexpected_count": 50,
-                # every audit table has these columns (table-level expectations simply list no rows)
-                "unexpected_index_column_names": list(INDEX_COLUMNS),
+                # every staged table has these columns (table-level expectations simply list no rows)
+                "unexpected_index_column_names": list(GATE_INDEX_COLUMNS),
             },
         )
     )
-    return ParameterizedCheckpoint(checkpoint, parameters, run_name(sorted({item.snapshot_id for item in planned})))
+    return ParameterizedCheckpoint(checkpoint, name)

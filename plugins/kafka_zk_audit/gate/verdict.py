@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kafka_zk_audit.contract.catalogue import BY_ID, SEVERITIES
+from kafka_zk_audit.contract.schemas import KEY
 
 DEFAULT_SEVERITY = "error"
 FROM_GX_SEVERITY = {"critical": "critical", "warning": "warning", "info": "info"}
@@ -62,11 +63,12 @@ def _fallback_description(result: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _audit_table(validation: Mapping[str, Any]) -> str | None:
-    """The audit table from the batch id GX puts in every result's kwargs (``<datasource>-<asset>``)."""
+    """The audit table from the batch id GX puts in every result's kwargs (``<datasource>-<asset>``, the asset
+    ``<table>`` or ``<table> <cluster>``)."""
     for result in validation.get("expectations") or []:
         batch_id = (result.get("kwargs") or {}).get("batch_id")
         if isinstance(batch_id, str) and "-" in batch_id:
-            return batch_id.rsplit("-", 1)[-1]
+            return batch_id.split("-", 1)[1].split(" ", 1)[0]
     return None
 
 
@@ -131,7 +133,7 @@ def failed_expectations(
                 "suite": suite.get("suite") or (BY_ID[check_id].entity if check_id in BY_ID else None),
                 "audit_table": suite.get("audit_table") or _audit_table(validation),
                 "expectation_type": outcome.get("expectation_type"),
-                "column": (outcome.get("kwargs") or {}).get("column"),
+                "column": (outcome.get("kwargs") or {}).get("column") or (outcome.get("kwargs") or {}).get("column_A"),
                 "check_id": check_id,
                 "severity": severity,
                 "unexpected_count": details.get("unexpected_count"),
@@ -177,38 +179,69 @@ def build_verdict(
     return verdict
 
 
+def split_by_snapshot(validation: Mapping[str, Any], snapshot_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """A validation over a run's staged table as one validation per snapshot: an expectation fails for a snapshot
+    when any of its unexpected rows is that snapshot's (their ``snapshot_id`` in ``unexpected_index_list``). A failed
+    result without its rows (an error) fails for every snapshot: nothing says it passed."""
+    if len(snapshot_ids) == 1:
+        return {snapshot_ids[0]: dict(validation)}
+    split: dict[str, dict[str, Any]] = {}
+    for snapshot_id in snapshot_ids:
+        outcomes = []
+        for outcome in validation.get("expectations") or []:
+            details = outcome.get("result") or {}
+            if outcome.get("success") or _exception_message(outcome) or "unexpected_index_list" not in details:
+                outcomes.append(outcome)
+                continue
+            rows = [row for row in details["unexpected_index_list"] or [] if row.get(KEY) == snapshot_id]
+            part = {**details, "unexpected_count": len(rows), "unexpected_index_list": rows,
+                    "partial_unexpected_index_list": rows[:len(details.get("partial_unexpected_index_list") or [])]}
+            outcomes.append({**outcome, "success": not rows, "result": part})
+        passed = sum(1 for outcome in outcomes if outcome.get("success"))
+        split[snapshot_id] = {
+            **validation,
+            "success": passed == len(outcomes),
+            "expectations": outcomes,
+            "statistics": {"evaluated_expectations": len(outcomes), "successful_expectations": passed,
+                           "unsuccessful_expectations": len(outcomes) - passed,
+                           "success_percent": 100.0 * passed / len(outcomes) if outcomes else None},
+        }
+    return split
+
+
 def build_fleet_verdict(
     result: Mapping[str, Any],
-    plan: Sequence[tuple[str, str | None, Mapping[str, Any]]],
+    plan: Sequence[tuple[Sequence[str], Mapping[str, Any]]],
+    clusters: Mapping[str, str | None],
     settings_of: Callable[[str | None], tuple[Mapping[str, str], Iterable[str]]],
     data_docs: str,
 ) -> dict[str, Any]:
-    """The verdict of a checkpoint over several snapshots: one ``build_verdict`` per snapshot, and overall.
+    """The verdict of a checkpoint over a run's snapshots: one ``build_verdict`` per snapshot, and overall.
 
-    ``plan`` is one (snapshot id, cluster, described suite) per validation, in checkpoint order;
-    ``settings_of(cluster)`` gives that cluster's severity overrides and gating severities.
+    ``plan`` is one (snapshots, described suite) per validation, in checkpoint order: a validation of several
+    snapshots is split by ``split_by_snapshot``. ``clusters`` maps the run's snapshots to their clusters, in
+    order; ``settings_of(cluster)`` gives that cluster's severity overrides and gating severities.
     """
     validations = list(result.get("validation_results") or [])
     if len(validations) != len(plan):  # cannot tell which result is whose: judge nothing as passed
         return {"success": False, "failed_expectations": None, "non_gating_failed_expectations": 0, "failed": [],
                 "snapshots": {}, "data_docs": data_docs,
                 "error": f"the checkpoint returned {len(validations)} validation results for {len(plan)} planned"}
-    per_snapshot: dict[str, dict[str, Any]] = {}
-    order: list[str] = []
-    for (snapshot_id, cluster, suite), validation in zip(plan, validations, strict=True):
-        if snapshot_id not in per_snapshot:
-            per_snapshot[snapshot_id] = {"cluster": cluster, "results": [], "suites": []}
-            order.append(snapshot_id)
-        per_snapshot[snapshot_id]["results"].append(validation)
-        per_snapshot[snapshot_id]["suites"].append(suite)
+    per_snapshot: dict[str, dict[str, list[Any]]] = {sid: {"results": [], "suites": []} for sid in clusters}
+    for (snapshot_ids, suite), validation in zip(plan, validations, strict=True):
+        for snapshot_id, part in split_by_snapshot(validation, list(snapshot_ids)).items():
+            per_snapshot[snapshot_id]["results"].append(part)
+            per_snapshot[snapshot_id]["suites"].append(suite)
     snapshots = {}
-    for snapshot_id in order:
-        part = per_snapshot[snapshot_id]
-        overrides, gating = settings_of(part["cluster"])
+    for snapshot_id, part in per_snapshot.items():
+        if not part["results"]:
+            continue
+        cluster = clusters[snapshot_id]
+        overrides, gating = settings_of(cluster)
         verdict = build_verdict({"validation_results": part["results"]}, part["suites"], overrides, gating, data_docs)
-        verdict["cluster"] = part["cluster"]
+        verdict["cluster"] = cluster
         for failed in verdict["failed"]:
-            failed["cluster"] = part["cluster"]
+            failed["cluster"] = cluster
         snapshots[snapshot_id] = verdict
     failed = [f for verdict in snapshots.values() for f in verdict["failed"]]
     errors = [f"{sid}: {v['error']}" for sid, v in snapshots.items() if v.get("error")]

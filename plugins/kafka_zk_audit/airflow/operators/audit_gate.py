@@ -21,7 +21,13 @@ from kafka_zk_audit.airflow.notifications.task_failure import GateVerdictFailure
 from kafka_zk_audit.contract.lock import warehouse_lock
 from kafka_zk_audit.contract.settings import load_config
 from kafka_zk_audit.contract.warehouse import Warehouse, default_warehouse
-from kafka_zk_audit.gate.context import configure_checkpoint, file_data_context, plan_validations, split_ids
+from kafka_zk_audit.gate.context import (
+    configure_checkpoint,
+    file_data_context,
+    plan_gate,
+    settings_by_cluster,
+    split_ids,
+)
 from kafka_zk_audit.gate.suites import expectations_dir, load_suites
 from kafka_zk_audit.gate.verdict import build_fleet_verdict
 
@@ -36,7 +42,8 @@ def _not_configured(*_: Any) -> Any:
 
 class AuditGateOperator(GXValidateCheckpointOperator):
     """Validate the audit tables of the run's snapshots with the suites; fail on failed expectations of a gating
-    severity. One checkpoint covers every cluster of the run; each cluster is judged with its own settings.
+    severity. One checkpoint covers every cluster of the run, one validation per suite over the run's staged tables;
+    each cluster is judged with its own settings.
 
     :param warehouse: warehouse path or URL (default ``$KAFKA_ZK_AUDIT_WAREHOUSE``, else ``./warehouse``)
     :param snapshot_ids: the run's snapshots, comma-separated (templated); those whose audit did not complete
@@ -79,24 +86,21 @@ class AuditGateOperator(GXValidateCheckpointOperator):
                       expectations_dir(self.suites_dir or None), len(suites), ", ".join(user_suites) or "none",
                       user_expectations, ", ".join(audited))
         with warehouse_lock(warehouse, "gate"):
-            planned = plan_validations(warehouse, audited, suites,
-                                       drift_bounds=lambda cluster: cfg.for_cluster(cluster).drift)
+            plan = plan_gate(warehouse, audited, suites, drift_bounds=lambda cluster: cfg.for_cluster(cluster).drift)
+            self.log.info("%d validation(s) for %d snapshot(s): %d suite(s) over the run's tables, %d per snapshot",
+                          len(plan.validations), len(audited), sum(1 for v in plan.validations if v.per_run),
+                          sum(1 for v in plan.validations if not v.per_run))
             self.configure_file_data_context = functools.partial(file_data_context, warehouse)
             self.configure_checkpoint = functools.partial(
-                configure_checkpoint, warehouse=warehouse, snapshot_id=audited, planned=planned,
+                configure_checkpoint, warehouse=warehouse, snapshot_id=audited, plan=plan,
             )
             try:
                 super().execute(context)
             except GXValidationFailed:
                 pass  # the verdict below decides, by severity
         result = context["ti"].xcom_pull(task_ids=self.task_id, key="return_value") or {}
-
-        def settings_of(cluster: str | None) -> tuple[dict[str, str], tuple[str, ...]]:
-            cluster_cfg = cfg.for_cluster(cluster) if cluster else cfg
-            return dict(cluster_cfg.severity_overrides), tuple(cluster_cfg.gate.gating_severities)
-
-        plan = [(item.snapshot_id, item.cluster, item.loaded.describe()) for item in planned]
-        verdict = build_fleet_verdict(result, plan, settings_of, warehouse.data_docs_index)
+        verdict = build_fleet_verdict(result, plan.described(), plan.clusters, settings_by_cluster(cfg),
+                                      warehouse.data_docs_index)
         context["ti"].xcom_push(key="verdict", value=verdict)
         for item in verdict["failed"]:
             self.log.warning("%s%s expectation failed (%s): %s", f"[{item['cluster']}] " if item.get("cluster") else "",
