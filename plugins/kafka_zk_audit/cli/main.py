@@ -10,7 +10,7 @@
 One stage at a time, without Airflow (``stages``):
 
     kafka-zk-audit snapshot --zk [NAME=]HOST:PORT[/chroot] | --conn-id ID [--warehouse DIR] [--config FILE]
-    kafka-zk-audit audit --snapshot-id ID [--warehouse DIR] [--config FILE] [--spark-master local[*]]
+    kafka-zk-audit audit --snapshot-id ID[,ID…] [--warehouse DIR] [--config FILE] [--spark-master local[*]]
     kafka-zk-audit reaudit [--cluster NAME ...] [--since 2026-11-01|7d] [--until ...] [--warehouse DIR]
                            [--config FILE] [--spark-master local[*]] [--json]
     kafka-zk-audit readiness --zk [NAME=]HOST:PORT[/chroot] | --conn-id ID [--target 3.9] [--warehouse DIR]

@@ -266,33 +266,42 @@ def submit_for_summary(app: str, app_args: list[str], master: str, warehouse: Wa
 
 
 def audit(args: argparse.Namespace) -> int:
-    """Run the audit Spark app on one stored snapshot and print its audit.json."""
+    """Run the audit Spark app once on the stored snapshots named (one plan for all of them) and print each one's
+    audit.json: the object itself for one snapshot, else an object of them by snapshot id."""
     _, config, problem = _settings_file(args.config)
     if problem:
         return _fail(EXIT_USAGE, problem)
     warehouse = Warehouse(args.warehouse or default_warehouse())
-    try:
-        validate_snapshot_id(args.snapshot_id)
-    except ValueError as exc:
-        return _fail(EXIT_USAGE, str(exc))
-    if not warehouse.exists(warehouse.manifest_path(args.snapshot_id)):
-        return _fail(EXIT_USAGE, f"snapshot {args.snapshot_id} has no manifest in {warehouse.root}: it is "
-                                 "incomplete or absent")
-    code = run_audit_app(warehouse, args.snapshot_id, config, args.spark_master)
+    snapshot_ids = list(dict.fromkeys(sid.strip() for value in args.snapshot_id for sid in value.split(",")
+                                      if sid.strip()))
+    for snapshot_id in snapshot_ids:
+        try:
+            validate_snapshot_id(snapshot_id)
+        except ValueError as exc:
+            return _fail(EXIT_USAGE, str(exc))
+        if not warehouse.exists(warehouse.manifest_path(snapshot_id)):
+            return _fail(EXIT_USAGE, f"snapshot {snapshot_id} has no manifest in {warehouse.root}: it is "
+                                     "incomplete or absent")
+    code = run_audit_app(warehouse, snapshot_ids, config, args.spark_master)
     if code:
         return code
-    print(json.dumps(warehouse.read_json(f"{warehouse.run_dir(args.snapshot_id)}/audit.json"), indent=2))
+    figures = {sid: warehouse.read_json(f"{warehouse.run_dir(sid)}/audit.json") for sid in snapshot_ids}
+    print(json.dumps(figures[snapshot_ids[0]] if len(snapshot_ids) == 1 else figures, indent=2))
     return EXIT_DONE
 
 
-def run_audit_app(warehouse: Warehouse, snapshot_id: str, config: str | None, master: str,
+def run_audit_app(warehouse: Warehouse, snapshot_ids: str | list[str], config: str | None, master: str,
                   extra_args: list[str] | None = None) -> int:
-    """spark-submit the audit app on one stored snapshot: 0 when it wrote ``audit.json``, else says so and 3."""
-    app_args = ["--warehouse", warehouse.root, "--snapshot-ids", snapshot_id, *(["--config", config] if config
-                                                                                else []), *(extra_args or [])]
+    """spark-submit the audit app once on stored snapshots: 0 when it wrote each one's ``audit.json``, else says so
+    and 3."""
+    ids = [snapshot_ids] if isinstance(snapshot_ids, str) else snapshot_ids
+    app_args = ["--warehouse", warehouse.root, "--snapshot-ids", ",".join(ids),
+                *(["--config", config] if config else []), *(extra_args or [])]
     code = spark_submit(spark_app(AUDIT_APP), app_args, master)
-    if code or not warehouse.exists(f"{warehouse.run_dir(snapshot_id)}/audit.json"):
-        return _fail(EXIT_INCOMPLETE, f"the audit could not complete (spark-submit exit {code}); see its log above")
+    missing = [sid for sid in ids if not warehouse.exists(f"{warehouse.run_dir(sid)}/audit.json")]
+    if code or missing:
+        return _fail(EXIT_INCOMPLETE, f"the audit could not complete (spark-submit exit {code}; not audited: "
+                                      f"{', '.join(missing) or 'none'}); see its log above")
     return EXIT_DONE
 
 
@@ -413,8 +422,10 @@ def add_parsers(sub: Any) -> None:
     snap.set_defaults(handler=snapshot)
 
     one = sub.add_parser("audit", parents=[common, spark],
-                         help="run the audit Spark app on one stored snapshot and print its audit.json")
-    one.add_argument("--snapshot-id", required=True)
+                         help="run the audit Spark app on stored snapshots (one plan for all) and print their "
+                              "audit.json")
+    one.add_argument("--snapshot-id", required=True, action="append",
+                     help="a stored snapshot; repeatable, or comma-separated")
     one.set_defaults(handler=audit)
 
     again = sub.add_parser("reaudit", parents=[common, spark],
