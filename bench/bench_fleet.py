@@ -171,15 +171,16 @@ def plant(sims: list[Simulator], names: list[str]) -> dict[str, str]:
     return planted
 
 
-def check_attribution(run: dict[str, Any], names: list[str], planted: dict[str, str]) -> None:
-    """Every cluster summarised, each planted problem found in its own cluster and nowhere else."""
+def attribution_problem(run: dict[str, Any], names: list[str], planted: dict[str, str]) -> str | None:
+    """None when every cluster was summarised and each planted problem was found in its own cluster and nowhere
+    else (red: planted clusters only; a warning-only plant leaves its cluster green); else what went wrong."""
     if run["summarised"] != len(names):
-        raise SystemExit(f"only {run['summarised']} of {len(names)} clusters were summarised")
+        return f"only {run['summarised']} of {len(names)} clusters were summarised"
     wrong = {name: found for name, found in run["findings"].items() if name not in planted}
     missing = [name for name, check_id in planted.items() if check_id not in run["findings"].get(name, [])]
-    if wrong or missing or sorted(run["red"]) != sorted(planted):
-        raise SystemExit(f"planted problems misattributed: planted {planted}, found {run['findings']}, "
-                         f"red {run['red']}")
+    if wrong or missing or not run["red"] or not set(run["red"]) <= set(planted):
+        return f"planted problems misattributed: planted {planted}, found {run['findings']}, red {run['red']}"
+    return None
 
 
 def table(results: dict[str, Any]) -> str:
@@ -216,8 +217,9 @@ def table(results: dict[str, Any]) -> str:
         ratio = dag["many"]["wall"] / dag["one"]["wall"]
         row(f"one DAG run over {dag['clusters']} clusters / one cluster's run",
             f"{dag['many']['wall']:.0f} s / {dag['one']['wall']:.0f} s = {ratio:.2f}× ({dag['many']['summarised']} "
-            f"summarised; {len(dag['planted'])} planted problems, each found in its cluster only)", "≤ 3×, < 10 min",
-            ratio <= 3 and dag["many"]["wall"] < 600)
+            f"summarised; {len(dag['planted'])} planted problems, "
+            f"{'each found in its cluster only' if not dag['problem'] else 'MISATTRIBUTED'})", "≤ 3×, < 10 min",
+            ratio <= 3 and dag["many"]["wall"] < 600 and not dag["problem"])
         row("one DAG run, one demo-shaped cluster, end to end", f"{dag['one']['wall']:.0f} s", "< 30 s",
             dag["one"]["wall"] < 30)
     return "\n".join(lines)
@@ -262,9 +264,10 @@ def main() -> int:
             planted = plant(sims[:args.dag], names[:args.dag])
             say(f"  planted {planted}")
             many = run_dag(server, names[:args.dag], work, "many")
-            check_attribution(many, names[:args.dag], planted)
-            say(f"  {many['summarised']} clusters summarised; red: {', '.join(many['red'])}: each its own plant")
-            results["dag"] = {"clusters": args.dag, "one": one, "many": many, "planted": planted}
+            problem = attribution_problem(many, names[:args.dag], planted)
+            say(problem or f"  {many['summarised']} clusters summarised; findings {many['findings']}, red "
+                           f"{', '.join(many['red'])}: each in its own cluster")
+            results["dag"] = {"clusters": args.dag, "one": one, "many": many, "planted": planted, "problem": problem}
     finally:
         for sim in sims:
             sim.close()
@@ -273,6 +276,9 @@ def main() -> int:
     print(f"(load {' '.join(f'{x:.1f}' for x in os.getloadavg())}; work files in {work})")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
+    if (results.get("dag") or {}).get("problem"):
+        print(f"FAILED: {results['dag']['problem']}")
+        return 1
     return 0
 
 
