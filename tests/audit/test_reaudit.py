@@ -139,9 +139,16 @@ def test_snapshots_are_chosen_by_cluster_and_start_time(history):
     assert parse_moment("7d", now) == now - timedelta(days=7)
 
 
-def test_the_same_reaudit_runs_on_a_standalone_master_with_two_workers(history, tmp_path):
+def rows_of(folder: Path) -> list[str]:
+    rows = pq.read_table(folder, partitioning=None).to_pylist()
+    return sorted(json.dumps(r, sort_keys=True, default=str) for r in rows)
+
+
+def test_the_same_reaudit_runs_on_a_standalone_master_with_two_workers_one_batch_per_snapshot(history, tmp_path):
+    """On the cluster each snapshot is a batch of its own (``--batch-znodes 1``): the second and third compare with
+    their baselines as the previous batch wrote them into the reaudit's folder, and find the same."""
     with standalone_cluster(tmp_path / "spark", cores=1, memory="1g", workers=2) as master:
-        result = reaudit(history["path"], master)
+        result = reaudit(history["path"], master, "--batch-znodes", "1")
         worker_logs = [(tmp_path / "spark" / name).read_text() for name in ("worker.log", "worker2.log")]
     assert result.returncode == 0, result.stderr[-5000:]
     assert f"--master {master}" in result.stderr
@@ -150,4 +157,6 @@ def test_the_same_reaudit_runs_on_a_standalone_master_with_two_workers(history, 
     timeline = pq.read_table(Path(on_cluster["timeline"])).to_pylist()
     local = pq.read_table(Path(history["summary"]["timeline"])).to_pylist()
     assert sorted(map(timeline_key, timeline)) == sorted(map(timeline_key, local))
+    assert "batch 3 of 3: 1 snapshot(s)" in result.stderr
+    assert rows_of(Path(on_cluster["path"]) / "findings") == rows_of(Path(history["summary"]["path"]) / "findings")
     assert live_files(history["path"]) == history["before"]

@@ -11,7 +11,11 @@ A reaudit reads ``<warehouse>/snapshots/`` only and writes only under ``<warehou
 The snapshots are one batch of the live audit's own function (``audit.job.audit_batch``), which differs only
 in its baselines and its output folder: the history checks and the findings' status of snapshot k compare
 with the snapshot of the same cluster that ``choose_baseline`` picks among the earlier ones of the reaudit
-(the previous one), all in one plan. The live findings, tables and baselines are never read nor written. The
+(the previous one), all in one plan. A history larger than ``BATCH_ZNODES`` znodes is cut, oldest first, into
+batches of at most that many (a batch's rows pass through the driver's memory in places: the sorts of its
+partitioned writes, the findings' collect), run one after the other in the same app; the first snapshot of a
+batch then compares with its baseline as the previous batch wrote it into the reaudit's folder, so the result
+is the same as one batch's. The live findings, tables and baselines are never read nor written. The
 normalized tables are written to ``tables/`` of the reaudit and read back for the checks, as the live audit
 does, and removed at the end. Should the batch fail, the snapshots are reaudited one by one: one that cannot
 be is logged and skipped, and the next one of its cluster compares with the last one that could.
@@ -42,6 +46,8 @@ from kafka_zk_audit.contract.settings import AuditConfig, load_config, parse_dur
 from kafka_zk_audit.contract.warehouse import Warehouse, choose_baseline, ensemble_identity
 
 log = logging.getLogger(__name__)
+# The znodes of one batch (see the module docstring): 1M fit the default 1 GB driver of ``local[*]``.
+BATCH_ZNODES = 1_000_000
 
 REAUDITS = "reaudits"
 TIMELINE = StructType([
@@ -191,11 +197,25 @@ def _one_by_one(spark: SparkSession, warehouse: Warehouse, work: Warehouse, snap
     return results, baselines, failed
 
 
+def split_batch(batch: Batch, budget: int) -> list[Batch]:
+    """The batch cut, in its order, into batches of at most ``budget`` znodes (a larger snapshot alone)."""
+    parts: list[list[BatchSnapshot]] = [[]]
+    size = 0
+    for member in batch.snapshots:
+        znodes = int(member.manifest.get("znodes") or 0)
+        if parts[-1] and size + znodes > budget:
+            parts.append([])
+            size = 0
+        parts[-1].append(member)
+        size += znodes
+    return [Batch(tuple(part)) for part in parts if part]
+
+
 # -- the whole reaudit --------------------------------------------------------------------------
 def run_reaudit(spark: SparkSession, warehouse: Warehouse, reaudit_id: str, snapshots: Iterable[StoredSnapshot],
-                config_path: str | None) -> dict[str, Any]:
-    """Reaudit the snapshots in one batch (should it fail, one by one, oldest first); write the timeline, its page
-    and ``reaudit.json``; returns the latter."""
+                config_path: str | None, batch_znodes: int = BATCH_ZNODES) -> dict[str, Any]:
+    """Reaudit the snapshots in batches of at most ``batch_znodes`` znodes (should one fail, all one by one, oldest
+    first); write the timeline, its page and ``reaudit.json``; returns the latter."""
     started = time.monotonic()
     root = reaudit_dir(warehouse, reaudit_id)
     work = Warehouse(root)
@@ -203,7 +223,13 @@ def run_reaudit(spark: SparkSession, warehouse: Warehouse, reaudit_id: str, snap
     batch = _batch(ordered, config_path)
     failed: list[dict] = []
     try:
-        figures = audit_batch(spark, warehouse, batch, output=work, for_gate=False)
+        figures = {}
+        parts = split_batch(batch, batch_znodes)
+        for number, part in enumerate(parts, 1):
+            if len(parts) > 1:
+                log.info("batch %d of %d: %d snapshot(s), %s znodes", number, len(parts), len(part.snapshots),
+                         f"{sum(int(s.manifest.get('znodes') or 0) for s in part.snapshots):,}")
+            figures.update(audit_batch(spark, warehouse, part, output=work, for_gate=False))
         baselines = {s.snapshot_id: s.baseline_id for s in batch.snapshots}
     except Exception:
         log.exception("the reaudit of the %d snapshot(s) together failed; reauditing them one by one", len(ordered))
@@ -325,6 +351,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--since", default=None, help="started at or after (date, time or duration before now)")
     parser.add_argument("--until", default=None, help="started at or before (date, time or duration before now)")
     parser.add_argument("--config", default=None, help="audit settings file (default: packaged defaults)")
+    parser.add_argument("--batch-znodes", type=int, default=BATCH_ZNODES,
+                        help="at most this many znodes per Spark batch (a longer history: several, in order)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     warehouse = Warehouse(args.warehouse)
@@ -336,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     reaudit_id = args.reaudit_id or new_reaudit_id()
     spark = get_spark(f"kafka-zk-audit reaudit {reaudit_id}")
     try:
-        summary = run_reaudit(spark, warehouse, reaudit_id, snapshots, args.config or None)
+        summary = run_reaudit(spark, warehouse, reaudit_id, snapshots, args.config or None, args.batch_znodes)
     finally:
         spark.stop()
     log.info("reaudit %s: %d snapshot(s) in %.1fs (%.2f snapshots/s, %.0f znodes/s); %d failed; %s",

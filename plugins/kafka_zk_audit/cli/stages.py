@@ -329,6 +329,8 @@ def reaudit(args: argparse.Namespace) -> int:
     _, config, problem = _settings_file(args.config)
     if problem:
         return _fail(EXIT_USAGE, problem)
+    if args.batch_znodes is not None and args.batch_znodes < 1:
+        return _fail(EXIT_USAGE, f"--batch-znodes must be at least 1, not {args.batch_znodes}")
     try:
         since = parse_moment(args.since) if args.since else None
         until = parse_moment(args.until) if args.until else None
@@ -348,6 +350,7 @@ def reaudit(args: argparse.Namespace) -> int:
     app_args += ["--since", since.isoformat()] if since else []
     app_args += ["--until", until.isoformat()] if until else []
     app_args += ["--config", config] if config else []
+    app_args += ["--batch-znodes", str(args.batch_znodes)] if args.batch_znodes else []
     summary, code = submit_for_summary(REAUDIT_APP, app_args, args.spark_master, warehouse,
                                        f"{reaudit_dir(warehouse, reaudit_id)}/reaudit.json", "reaudit")
     if summary is None:
@@ -435,6 +438,9 @@ def add_parsers(sub: Any) -> None:
     again.add_argument("--since", default=None, help="snapshots started at or after: 2026-11-01[T06:00:00Z] or 7d")
     again.add_argument("--until", default=None, help="snapshots started at or before: a date, a time or a duration")
     again.add_argument("--json", action="store_true", help="print reaudit.json instead of the summary")
+    again.add_argument("--batch-znodes", type=int, default=None, metavar="N",
+                       help="at most N znodes per Spark batch (default 1,000,000; lower it for a driver with less "
+                            "than 1 GB)")
     again.set_defaults(handler=reaudit)
 
     ready = sub.add_parser("readiness", parents=[common, spark],
