@@ -439,8 +439,8 @@ def add_parsers(sub: Any) -> None:
     again.add_argument("--until", default=None, help="snapshots started at or before: a date, a time or a duration")
     again.add_argument("--json", action="store_true", help="print reaudit.json instead of the summary")
     again.add_argument("--batch-znodes", type=int, default=None, metavar="N",
-                       help="at most N znodes per Spark batch (default 1,000,000; lower it for a driver with less "
-                            "than 1 GB)")
+                       help="at most N znodes per Spark batch (default 300,000, for Spark's default 1 GB driver; raise "
+                            "it with a larger driver)")
     again.set_defaults(handler=reaudit)
 
     ready = sub.add_parser("readiness", parents=[common, spark],
