@@ -40,6 +40,11 @@ class BatchSnapshot:
     baseline_id: str | None = None
     manifest: Mapping[str, Any] = field(default_factory=dict)
 
+    @property
+    def znodes(self) -> int:
+        """The snapshot's znodes, as its manifest counts them."""
+        return int(self.manifest.get("znodes") or 0)
+
 
 def started_ms(manifest: Mapping[str, Any]) -> int:
     """A snapshot's start (its manifest's ``started_at``) in epoch ms."""

@@ -191,7 +191,7 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
     ids = batch.ids
     clock = PhaseClock(spark)
     with clock.phase("plan"):
-        znodes = sum(int(s.manifest.get("znodes") or 0) for s in batch.snapshots)
+        znodes = sum(s.znodes for s in batch.snapshots)
         small = size_spark_to(spark, znodes)
         if out.is_local:  # list a batch's folders on the driver: a Spark job to list a hundred local paths is slower
             spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", str(max(32, 2 * len(ids))))

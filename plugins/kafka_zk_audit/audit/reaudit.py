@@ -203,12 +203,11 @@ def split_batch(batch: Batch, budget: int) -> list[Batch]:
     parts: list[list[BatchSnapshot]] = [[]]
     size = 0
     for member in batch.snapshots:
-        znodes = int(member.manifest.get("znodes") or 0)
-        if parts[-1] and size + znodes > budget:
+        if parts[-1] and size + member.znodes > budget:
             parts.append([])
             size = 0
         parts[-1].append(member)
-        size += znodes
+        size += member.znodes
     return [Batch(tuple(part)) for part in parts if part]
 
 
@@ -229,7 +228,7 @@ def run_reaudit(spark: SparkSession, warehouse: Warehouse, reaudit_id: str, snap
         for number, part in enumerate(parts, 1):
             if len(parts) > 1:
                 log.info("batch %d of %d: %d snapshot(s), %s znodes", number, len(parts), len(part.snapshots),
-                         f"{sum(int(s.manifest.get('znodes') or 0) for s in part.snapshots):,}")
+                         f"{sum(s.znodes for s in part.snapshots):,}")
             figures.update(audit_batch(spark, warehouse, part, output=work, for_gate=False))
         baselines = {s.snapshot_id: s.baseline_id for s in batch.snapshots}
     except Exception:

@@ -290,15 +290,14 @@ def audit(args: argparse.Namespace) -> int:
     return EXIT_DONE
 
 
-def run_audit_app(warehouse: Warehouse, snapshot_ids: str | list[str], config: str | None, master: str,
+def run_audit_app(warehouse: Warehouse, snapshot_ids: list[str], config: str | None, master: str,
                   extra_args: list[str] | None = None) -> int:
     """spark-submit the audit app once on stored snapshots: 0 when it wrote each one's ``audit.json``, else says so
     and 3."""
-    ids = [snapshot_ids] if isinstance(snapshot_ids, str) else snapshot_ids
-    app_args = ["--warehouse", warehouse.root, "--snapshot-ids", ",".join(ids),
+    app_args = ["--warehouse", warehouse.root, "--snapshot-ids", ",".join(snapshot_ids),
                 *(["--config", config] if config else []), *(extra_args or [])]
     code = spark_submit(spark_app(AUDIT_APP), app_args, master)
-    missing = [sid for sid in ids if not warehouse.exists(f"{warehouse.run_dir(sid)}/audit.json")]
+    missing = [sid for sid in snapshot_ids if not warehouse.exists(f"{warehouse.run_dir(sid)}/audit.json")]
     if code or missing:
         return _fail(EXIT_INCOMPLETE, f"the audit could not complete (spark-submit exit {code}; not audited: "
                                       f"{', '.join(missing) or 'none'}); see its log above")
@@ -382,7 +381,7 @@ def readiness(args: argparse.Namespace) -> int:
     snapshot_id = manifest["snapshot_id"]
     warehouse = Warehouse(args.warehouse or default_warehouse())
     target = ["--target-version", args.target] if args.target else []  # else the cluster's settings decide
-    code = run_audit_app(warehouse, snapshot_id, config, args.spark_master, target)
+    code = run_audit_app(warehouse, [snapshot_id], config, args.spark_master, target)
     if code:
         return code
     if not warehouse.exists(readiness_json_path(warehouse, snapshot_id)):

@@ -98,15 +98,19 @@ def forget_previous_run(context: Any) -> None:
             stored.unlink()
 
 
-def audit_tables_of(warehouse: Warehouse, snapshot_id: str) -> list[str]:
-    """The tables the gate can validate (``audit_<entity>`` and ``drift``) that the warehouse holds for a snapshot."""
+def gate_tables(warehouse: Warehouse) -> list[str]:
+    """The tables the gate can validate (``audit_<entity>`` and ``drift``) that the warehouse has."""
     base = warehouse.fs_path(f"{warehouse.root}/tables")
     if not warehouse.fs.exists(base):
         return []
     names = (path.rstrip("/").rsplit("/", 1)[-1] for path in warehouse.fs.ls(base, detail=False))
-    return sorted(name for name in names
-                  if (name.startswith("audit_") or name == DRIFT_TABLE)
-                  and warehouse.exists(warehouse.table_dir(name, snapshot_id)))
+    return sorted(name for name in names if name.startswith("audit_") or name == DRIFT_TABLE)
+
+
+def audit_tables_of(warehouse: Warehouse, snapshot_id: str, tables: Sequence[str] | None = None) -> list[str]:
+    """Those of ``tables`` (default: ``gate_tables``) that the warehouse holds for a snapshot."""
+    return [name for name in (gate_tables(warehouse) if tables is None else tables)
+            if warehouse.exists(warehouse.table_dir(name, snapshot_id))]
 
 
 @dataclass(frozen=True)
@@ -160,10 +164,13 @@ def plan_gate(warehouse: Warehouse, snapshot_ids: str | Sequence[str], suites: S
     bounds_of = drift_bounds or (lambda _cluster: load_config(None).drift)
     ids = split_ids(snapshot_ids)
     clusters = {sid: read_manifest(warehouse, sid).get("cluster") for sid in ids}
+    tables = gate_tables(warehouse)  # listed once for the run
+    needed = sorted({loaded.audit_table for loaded in suites})
     for sid in ids:
-        present = set(audit_tables_of(warehouse, sid))
+        present = set(audit_tables_of(warehouse, sid, [name for name in needed if name in tables]))
         for loaded in suites:
             if loaded.audit_table not in present:
+                present = set(audit_tables_of(warehouse, sid, tables))  # for the message: every table it has
                 raise SuiteFileError(
                     f"suite file {loaded.path} runs on {loaded.audit_table}, which snapshot {sid} does not "
                     f"have ({warehouse.table_dir(loaded.audit_table, sid)}); tables: {', '.join(sorted(present))}"
@@ -180,7 +187,7 @@ def plan_gate(warehouse: Warehouse, snapshot_ids: str | Sequence[str], suites: S
     return GatePlan(clusters, validations, bounds)
 
 
-class ParameterizedCheckpoint:
+class NamedRunCheckpoint:
     """A stored checkpoint that runs with a run name, so that the Data Docs name each validation by its run (GX
     shows ``__none__`` without one)."""
 
@@ -284,4 +291,4 @@ def configure_checkpoint(context: Any, warehouse: Warehouse, snapshot_id: str | 
             },
         )
     )
-    return ParameterizedCheckpoint(checkpoint, name)
+    return NamedRunCheckpoint(checkpoint, name)
