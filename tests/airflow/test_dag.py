@@ -104,9 +104,8 @@ def test_manual_only_and_a_broken_settings_file_is_an_import_error(tmp_path):
 
 
 def test_from_files_at_zxid_and_at_time_apply_to_the_clusters_that_read_files():
-    from airflow.sdk.exceptions import AirflowFailException
-
-    from kafka_zk_audit.airflow.dag import plan_files
+    from kafka_zk_audit.offline.sources import FilesSourceError
+    from kafka_zk_audit.offline.targets import plan_files
 
     default = [{"cluster": "default", "zk_conn_id": None, "files": None}]
     planned = plan_files(default, {"from_files": "/var/lib/zookeeper", "at_zxid": "0x1f", "at_time": None})
@@ -123,10 +122,40 @@ def test_from_files_at_zxid_and_at_time_apply_to_the_clusters_that_read_files():
         (fleet, {"at_time": "later"}, "ISO 8601"),
         (two_from_files, {"at_zxid": 5}, "several clusters read files"),
     ]:
-        with pytest.raises(AirflowFailException, match=message):
+        with pytest.raises(FilesSourceError, match=message):
             plan_files(targets, params)
-    with pytest.raises(AirflowFailException, match="give from_files, or clusters with a files: setting"):
+    with pytest.raises(FilesSourceError, match="give from_files, or clusters with a files: setting"):
         plan_files(default, {"at_zxid": 7})
+
+
+PARSE = r"""
+import json, sys, time
+started = time.perf_counter()
+from airflow.dag_processing.dagbag import DagBag
+imported = time.perf_counter()
+bag = DagBag(dag_folder=sys.argv[1])
+loaded = time.perf_counter()
+print(json.dumps({"import_errors": {k: str(v) for k, v in bag.import_errors.items()}, "dags": sorted(bag.dags),
+                  "airflow_import_s": imported - started, "dagbag_load_s": loaded - imported,
+                  "imported": sorted(m for m in ("pyspark", "great_expectations") if m in sys.modules)}))
+"""
+
+
+def test_parsing_the_dag_file_imports_neither_pyspark_nor_great_expectations(tmp_path):
+    """What the scheduler's DAG processor pays for the DAG file: a DagBag of dags/ in a fresh process (its load time
+    is printed; ``-s`` shows it). Spark and GX are imported by the tasks that use them, when they run."""
+    env = airflow_env(airflow_home=tmp_path / "airflow",
+                      base={k: v for k, v in os.environ.items()
+                            if not k.startswith("AIRFLOW") and k != "KAFKA_ZK_AUDIT_CONFIG"})
+    proc = subprocess.run([sys.executable, "-c", PARSE, str(REPO / "dags")], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    parsed = json.loads(proc.stdout.strip().splitlines()[-1])
+    timing = (f"DagBag load of dags/: {parsed['dagbag_load_s']:.2f} s (after {parsed['airflow_import_s']:.2f} s "
+              "importing Airflow)")
+    print(timing)
+    assert parsed["import_errors"] == {} and parsed["dags"] == ["kafka_zk_audit"], parsed
+    assert parsed["imported"] == [], f"the DAG file imported {parsed['imported']}; {timing}"
 
 
 PRUNE = r"""

@@ -1,21 +1,24 @@
-"""The history task: its window (from the cluster's previous history on), when it skips, and the files it fetches."""
+"""The history task: its window (from the cluster's previous history on), when it skips, the files it fetches, and
+``execute`` in a DAG run."""
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
-from airflow.sdk.exceptions import AirflowSkipException
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+from airflow.sdk import DAG
+from airflow.sdk.exceptions import AirflowException, AirflowSkipException
 
 from kafka_zk_audit.airflow.hooks.zookeeper_files import cluster_zookeeper_files
-from kafka_zk_audit.airflow.operators.zookeeper_history import (
-    ZooKeeperHistoryOperator,
-    history_app_path,
-    next_history_zxid,
-    previous_history,
-)
+from kafka_zk_audit.airflow.operators.zookeeper_history import ZooKeeperHistoryOperator, history_app_path
+from kafka_zk_audit.audit.session import submit_conf
 from kafka_zk_audit.contract.warehouse import Warehouse
+from kafka_zk_audit.offline.history_task import next_history_zxid, previous_history
+from tests.airflow.dag_runs import run_dag
 
 
 def write_history(warehouse: Path, history_id: str, cluster: str | None, last_zxid: int | None) -> None:
@@ -104,3 +107,82 @@ def test_a_window_fetches_the_snapshot_before_it_and_every_log_after(zookeeper_d
     with cluster_zookeeper_files(files, at_zxid=window_start - 1) as staged:
         assert all(zxid <= window_start - 1 for zxid in zxids(staged.fetched, "log"))
     assert not Path(staged.data_dir).exists()  # the staging folder is gone after the block
+
+
+# --- execute in a DAG run -------------------------------------------------------------------------------------------
+
+
+def app_arguments(command: list[str]) -> dict[str, str]:
+    """The history app's ``--name value`` arguments in a spark-submit command line."""
+    args = command[command.index(history_app_path()) + 1:]
+    return dict(zip(args[::2], args[1::2], strict=True))
+
+
+def test_execute_in_a_dag_run_submits_each_window_and_skips_the_clusters_without_one(
+        airflow_db, zookeeper_data, tmp_path, monkeypatch):
+    """The history task mapped over three clusters, run twice: ``eu`` reads its files (a file:// URL, fetched like
+    a remote store), ``us`` has none and ``dr`` is rebuilt at a past time (both skipped). The first run reads every
+    log; the second starts after the first one's last zxid. A log the app could not read to its end (its exit 1,
+    history.json written) is a warning: the task succeeds and returns what the history found.
+
+    The runs stop at the Spark provider's hook: ``SparkSubmitHook.submit`` records the command line the hook builds
+    (``_build_spark_submit_command``, the provider's own) and writes the ``history.json`` the app would, instead of
+    starting spark-submit and its JVM (the app itself is tested in tests/offline and tests/cli)."""
+    held = sorted(path.name for path in (zookeeper_data / "version-2").iterdir())
+    newest_snapshot = max(int(name.split(".")[1], 16) for name in held if name.startswith("snapshot."))
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_TEST", json.dumps({"conn_type": "spark", "host": "local[2]"}))
+    monkeypatch.setenv("AIRFLOW_CONN_ZK_EU", json.dumps({"conn_type": "zookeeper", "host": "zk1:2181",
+                                                         "extra": {"chroot": "/kafka"}}))
+    warehouse = Warehouse(str(tmp_path / "warehouse"))
+    submitted: list[dict[str, Any]] = []
+
+    def app(hook: SparkSubmitHook, application: str = "", **_: Any) -> None:
+        command = hook._build_spark_submit_command(application)
+        args = app_arguments(command)
+        submitted.append({"command": command, "args": args, "staged": sorted(
+            p.name for p in (Path(args["--files"]) / "version-2").iterdir())})
+        root = warehouse.history_dir(args["--history-id"])
+        first = len(submitted) == 1
+        warehouse.write_json(f"{root}/history.json", {
+            "history_id": args["--history-id"], "cluster": args["--cluster"], "path": root,
+            "page": f"{root}/timeline.html", "first_zxid": int(args.get("--from-zxid", 1)),
+            "last_zxid": newest_snapshot if first else newest_snapshot + 5, "txns": 7,
+            "checks": {"under_replicated": {"listed": 2, "short": 1}},
+            "log_errors": [{"file": "log.1", "after_zxid": 3, "error": "truncated"}] if first else []})
+        if first:
+            raise AirflowException("Cannot execute: spark-submit. Error code is: 1.")  # as the hook says it
+
+    monkeypatch.setattr(SparkSubmitHook, "submit", app)
+    files = {"data_dir": f"file://{zookeeper_data}", "log_dir": None, "sftp_conn_id": None}
+    with DAG("history_operator", schedule=None, start_date=datetime(2026, 1, 1, tzinfo=UTC),
+             params={"spark_conn_id": "spark_test"}) as dag:
+        ZooKeeperHistoryOperator.partial(
+            task_id="history", spark_conn_id="{{ params.spark_conn_id }}", warehouse=warehouse.root,
+            conf=submit_conf(), map_index_template="{{ task.cluster }}",
+        ).expand_kwargs([
+            {"cluster": "eu", "zk_conn_id": "zk_eu", "files": files, "at_zxid": None, "at_time": None},
+            {"cluster": "us", "zk_conn_id": None, "files": None, "at_zxid": None, "at_time": None},
+            {"cluster": "dr", "zk_conn_id": None, "files": files, "at_zxid": None, "at_time": "2026-01-01T00:00:00Z"},
+        ])
+    first, second = run_dag(dag), run_dag(dag)
+    for outcome in (first, second):
+        assert [outcome.state_of("history", i) for i in range(3)] == ["success", "skipped", "skipped"]
+        assert outcome.xcom("history", map_index=1) is None and outcome.xcom("history", map_index=2) is None
+    assert "skipped: cluster us has no files setting" in first.log
+    assert "skipped: this run rebuilds cluster dr at a past point in time" in first.log
+    [one, two] = submitted
+    assert one["command"][:3] == ["spark-submit", "--master", "local[2]"]
+    assert one["command"].count("--files") == 1  # the app's, not spark-submit's
+    assert {k: one["args"][k] for k in ("--warehouse", "--cluster", "--chroot", "--min-interval", "--origin")} == {
+        "--warehouse": warehouse.root, "--cluster": "eu", "--chroot": "/kafka", "--min-interval": "1",
+        "--origin": f"file://{zookeeper_data}"}
+    assert "--from-zxid" not in one["args"] and two["args"]["--from-zxid"] == str(newest_snapshot + 1)
+    assert f"snapshot.{newest_snapshot:x}" in two["staged"]  # the state the second window starts from
+    assert not Path(one["args"]["--files"]).exists()  # the staging folder is gone after the task
+    found = first.xcom("history", map_index=0)
+    assert found == {"cluster": "eu", "history_id": one["args"]["--history-id"], "page": found["page"],
+                     "path": warehouse.history_dir(one["args"]["--history-id"]), "from_zxid": None, "first_zxid": 1,
+                     "last_zxid": newest_snapshot, "txns": 7, "listed": 2, "short": 1, "log_errors": 1}
+    assert "log.1 could NOT be read to its end (after zxid 3): truncated" in first.log
+    assert second.xcom("history", map_index=0)["from_zxid"] == newest_snapshot + 1
+    assert second.xcom("history", map_index=0)["log_errors"] == 0

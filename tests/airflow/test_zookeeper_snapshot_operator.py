@@ -1,15 +1,29 @@
-"""The snapshot operator's options and the hook's report of what the auditor's identity may read."""
+"""The snapshot operator: its options, the hook's report of what the auditor's identity may read, and ``execute`` in a
+DAG run (a live cluster, one from its files, one that fails and alerts)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
 
 import pytest
+import yaml
+from airflow.sdk import DAG, task
+from kazoo.client import KazooClient
 from kazoo.security import make_digest_acl
 
 from kafka_zk_audit.airflow.hooks.zookeeper import ZooKeeperHook
+from kafka_zk_audit.airflow.notifications.task_failure import TaskFailureNotifier
 from kafka_zk_audit.airflow.operators.zookeeper_snapshot import ZooKeeperSnapshotOperator
+from kafka_zk_audit.airflow.xcoms import snapshot_id_list
+from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.snapshot.walker import SnapshotOptions
+from kafka_zk_audit_testing.receivers import smtp_receiver, webhook_receiver
+from tests.airflow.dag_runs import ALERT_ROUTES, route_alerts, run_dag
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def test_operator_keyword_arguments_override_single_options():
@@ -40,3 +54,83 @@ def test_hook_says_whether_its_identity_may_read_the_chroot(zk_server, zk_chroot
     monkeypatch.setenv("AIRFLOW_CONN_ZK_AUDITOR", json.dumps(conn))
     ok, message = ZooKeeperHook(zk_conn_id="zk_auditor").test_connection()
     assert ok and message.endswith("which may read the chroot's root")
+
+
+# --- execute in a DAG run -------------------------------------------------------------------------------------------
+
+SMTP_PASSWORD = "smtp-secret"
+RECIPIENT = ALERT_ROUTES["email_to"][0]
+
+
+@pytest.fixture(scope="module")
+def snapshot_run(airflow_db, zk_server, zookeeper_data, tmp_path_factory) -> Iterator[dict[str, Any]]:
+    """One DAG run: the snapshot task mapped over a live cluster (the session's ZooKeeper), a cluster read from
+    ZooKeeper's files and a cluster whose files are gone; a task after it gets the snapshot ids as a list. Failures
+    alert through the TaskFailureNotifier to loopback SMTP and webhook receivers."""
+    base = tmp_path_factory.mktemp("snapshot_run")
+    chroot = "/airflow_snapshot_run"
+    zk_server.ensure_chroot(chroot)
+    client = KazooClient(hosts=zk_server.hosts + chroot)
+    client.start(timeout=15)
+    try:
+        client.create("/brokers/ids/1", b'{"host": "b1", "port": 9092}', makepath=True)
+        client.create("/brokers/topics/orders", b'{"partitions": {"0": [1]}}', makepath=True)
+    finally:
+        client.stop()
+        client.close()
+    settings = base / "settings.yaml"
+    with smtp_receiver(SMTP_PASSWORD) as (smtp_port, inbox), webhook_receiver() as webhook, \
+            pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AIRFLOW_CONN_ZK_LIVE", json.dumps({"conn_type": "zookeeper", "host": zk_server.hosts,
+                                                         "extra": {"chroot": chroot}}))
+        route_alerts(patch, smtp_port, SMTP_PASSWORD, webhook)
+        settings.write_text(yaml.safe_dump({"alerts": ALERT_ROUTES}))
+        with DAG("snapshot_operator", schedule=None, start_date=START, params={"label": "t1"},
+                 default_args={"on_failure_callback": TaskFailureNotifier(audit_config=str(settings))}) as dag:
+            snapshot = ZooKeeperSnapshotOperator.partial(
+                task_id="snapshot", warehouse=str(base / "warehouse"), snapshot_suffix="{{ params.label }}",
+                map_index_template="{{ task.cluster }}",
+            ).expand_kwargs([
+                {"cluster": "live", "zk_conn_id": "zk_live", "files": None},
+                {"cluster": "files", "zk_conn_id": None, "files": {"data_dir": f"file://{zookeeper_data}",
+                                                                   "log_dir": None, "sftp_conn_id": None}},
+                {"cluster": "gone", "zk_conn_id": None, "files": {"data_dir": str(base / "no-such-dir"),
+                                                                  "log_dir": None, "sftp_conn_id": None}},
+            ])
+
+            @task(trigger_rule="all_done")
+            def snapshot_ids(ids: Any) -> list[str]:
+                return snapshot_id_list(ids)
+
+            snapshot_ids(snapshot.output)
+        outcome = run_dag(dag)
+        yield {"outcome": outcome, "warehouse": Warehouse(str(base / "warehouse")), "inbox": inbox.messages(),
+               "webhook": list(webhook.posts)}
+
+
+def test_each_cluster_pushes_its_snapshot_id_and_the_tasks_after_get_a_list(snapshot_run):
+    outcome, warehouse = snapshot_run["outcome"], snapshot_run["warehouse"]
+    assert [outcome.state_of("snapshot", i) for i in range(3)] == ["success", "success", "failed"]
+    live, files = outcome.xcom("snapshot", map_index=0), outcome.xcom("snapshot", map_index=1)
+    assert live.endswith("-live-t1") and files.endswith("-files-t1")
+    assert outcome.xcom("snapshot", map_index=2) is None  # a failed cluster pushes nothing
+    assert outcome.xcom("snapshot_ids") == [live, files]  # a list, in the clusters' order
+    for map_index, snapshot_id in ((0, live), (1, files)):
+        manifest = outcome.xcom("snapshot", "manifest", map_index)
+        assert manifest["snapshot_id"] == snapshot_id and manifest == warehouse.read_json(
+            warehouse.manifest_path(snapshot_id))
+    assert outcome.xcom("snapshot", "manifest", 0)["cluster"] == "live"
+    assert outcome.xcom("snapshot", "manifest", 0)["znodes"] >= 4  # the chroot, /brokers, its ids and topics
+    assert outcome.xcom("snapshot", "manifest", 1)["cluster"] == "files"
+
+
+def test_a_failed_snapshot_alerts_with_its_cluster_task_and_error(snapshot_run):
+    """The TaskFailureNotifier, as the DAG's failure callback of every task: one e-mail and one webhook POST for the
+    cluster whose files are gone, none for the two that succeeded."""
+    [message] = snapshot_run["inbox"]
+    assert message["To"] == RECIPIENT
+    assert "gone" in message["Subject"] and "snapshot" in message["Subject"]
+    body = message.get_body(("html",)).get_content()
+    assert "FilesSourceError" in body and "no-such-dir" in body
+    [post] = snapshot_run["webhook"]
+    assert post["path"] == "/hook/alerts" and "gone" in json.dumps(post["json"])

@@ -30,15 +30,16 @@ from kafka_zk_audit.airflow.operators.audit_gate import AuditGateOperator
 from kafka_zk_audit.airflow.operators.audit_spark_submit import AuditSparkSubmitOperator
 from kafka_zk_audit.airflow.operators.zookeeper_history import ZooKeeperHistoryOperator
 from kafka_zk_audit.airflow.operators.zookeeper_snapshot import ZooKeeperSnapshotOperator
+from kafka_zk_audit.airflow.xcoms import snapshot_id_list
 from kafka_zk_audit.audit.session import submit_conf
 from kafka_zk_audit.contract.settings import AuditConfig, load_config
-from kafka_zk_audit.contract.warehouse import default_warehouse
+from kafka_zk_audit.contract.warehouse import Warehouse, default_warehouse
 
 DAG_ID = "kafka_zk_audit"
 CONFIG_ENV = "KAFKA_ZK_AUDIT_CONFIG"
-DEFAULT_CLUSTER = "default"
 ASSET_ALIAS = "kafka_zk_audit_clusters"
-SNAPSHOT_IDS = "{{ snapshot_ids(ti) }}"
+# spark-submit's --snapshot-ids: the one place the run's list of snapshot ids becomes text
+SNAPSHOT_IDS_ARG = "{{ snapshot_ids_arg(ti) }}"
 WAREHOUSE = "{{ resolve_warehouse(params.warehouse) }}"
 AUDIT_CONFIG = "{{ params.audit_config or '' }}"
 START_DATE = datetime(2026, 1, 1, tzinfo=UTC)
@@ -59,11 +60,10 @@ def resolve_warehouse(value: str | None) -> str:
     return value if "://" in value else os.path.abspath(value)
 
 
-def snapshot_ids(ti: Any) -> str:
-    """The snapshot ids the mapped snapshot tasks of this run pushed (clusters that failed push none)."""
-    pulled = ti.xcom_pull(task_ids="snapshot")
-    values = [pulled] if isinstance(pulled, str) else list(pulled or [])
-    return ",".join(v for v in values if isinstance(v, str) and v and v != "None")
+def snapshot_ids_arg(ti: Any) -> str:
+    """The snapshot ids the mapped snapshot tasks of this run pushed, comma-separated as spark-submit's
+    ``--snapshot-ids`` takes them (clusters that failed push none)."""
+    return ",".join(snapshot_id_list(ti.xcom_pull(task_ids="snapshot")))
 
 
 def cluster_asset(name: str) -> Asset:
@@ -74,55 +74,6 @@ def cluster_asset(name: str) -> Asset:
 def parse_time_settings(path: str | None = None) -> AuditConfig:
     """The settings the DAG's shape depends on (schedule, clusters), from ``path`` or ``$KAFKA_ZK_AUDIT_CONFIG``."""
     return load_config(path or os.environ.get(CONFIG_ENV) or None)
-
-
-def publish_readiness(warehouse: Any, snapshot_ids: list[str]) -> dict[str, Any]:
-    """The ZK -> KRaft readiness pages of this run's clusters (warehouse and Data Docs); verdict per cluster."""
-    from kafka_zk_audit.report import readiness
-
-    reports = readiness.load_reports(warehouse, snapshot_ids)
-    if not reports:
-        return {}
-    pages = readiness.write_pages(warehouse, reports)
-    readiness.publish_in_data_docs(warehouse, reports)
-    verdicts = {readiness.cluster_name(report): readiness.verdict_of(report) for report in reports}
-    print(f"migration readiness: {', '.join(f'{name} {v}' for name, v in verdicts.items())}; report: {pages[0]}")
-    return {"page": pages[0], "verdicts": verdicts}
-
-
-def histories_of_run(ti: Any) -> dict[str, dict[str, Any]]:
-    """What the mapped history tasks of this run returned, by cluster (skipped and failed ones return nothing)."""
-    pulled = ti.xcom_pull(task_ids="history")
-    values = [pulled] if isinstance(pulled, dict) else list(pulled or [])
-    return {value["cluster"] or DEFAULT_CLUSTER: value for value in values if isinstance(value, dict)}
-
-
-def plan_files(targets: list[dict[str, Any]], params: dict[str, Any]) -> list[dict[str, Any]]:
-    """The targets with the run's ``from_files``, ``at_zxid`` and ``at_time`` params applied; a clear failure when
-    they cannot apply (several clusters for one folder of files, a point in time without files)."""
-    from kafka_zk_audit.offline.sources import FilesSourceError, parse_at_time, parse_at_zxid
-
-    from_files = (params.get("from_files") or "").strip()
-    at_zxid, at_time = params.get("at_zxid"), params.get("at_time")
-    try:
-        parse_at_zxid(at_zxid)
-        parse_at_time(at_time)
-    except FilesSourceError as exc:
-        raise AirflowFailException(str(exc)) from None
-    if from_files:
-        if len(targets) > 1:
-            raise AirflowFailException(
-                f"from_files names one cluster's files, but the settings list {len(targets)} clusters; give each "
-                "cluster its files: setting instead")
-        targets = [{**targets[0], "files": {"data_dir": from_files, "log_dir": None, "sftp_conn_id": None}}]
-    from_disk = [t for t in targets if t.get("files")]
-    if (at_zxid not in (None, "") or at_time) and not from_disk:
-        raise AirflowFailException("at_zxid and at_time rebuild ZooKeeper's files at a point in time: give "
-                                   "from_files, or clusters with a files: setting")
-    if at_zxid not in (None, "") and len(from_disk) > 1:
-        raise AirflowFailException("at_zxid is a zxid of one ensemble, but several clusters read files; use at_time")
-    return [{**t, "at_zxid": at_zxid if t.get("files") else None, "at_time": at_time if t.get("files") else None}
-            for t in targets]
 
 
 def build_dag(settings_path: str | None = None) -> DAG:
@@ -139,7 +90,7 @@ def build_dag(settings_path: str | None = None) -> DAG:
         catchup=False,
         max_active_runs=1,
         tags=["kafka", "zookeeper", "audit"],
-        user_defined_macros={"resolve_warehouse": resolve_warehouse, "snapshot_ids": snapshot_ids},
+        user_defined_macros={"resolve_warehouse": resolve_warehouse, "snapshot_ids_arg": snapshot_ids_arg},
         params={
             "zk_conn_id": Param("zookeeper_default", type="string",
                                 description="ZooKeeper connection when the settings list no clusters"),
@@ -173,14 +124,14 @@ def build_dag(settings_path: str | None = None) -> DAG:
 
         @task(task_id="clusters", retries=0)
         def plan_clusters(zk_conn_id: str, audit_config: str | None, **context: Any) -> list[dict[str, Any]]:
-            """One entry per cluster to audit: the settings' clusters, else ``default`` on ``zk_conn_id``."""
-            run_cfg = load_config(audit_config or None)
-            if not run_cfg.clusters:
-                targets = [{"cluster": DEFAULT_CLUSTER, "zk_conn_id": zk_conn_id or None, "files": None}]
-            else:
-                targets = [{"cluster": c.name, "zk_conn_id": c.zk_conn_id,
-                            "files": c.files.model_dump() if c.files else None} for c in run_cfg.clusters]
-            return plan_files(targets, context["params"])
+            """One entry per cluster to audit, with the run's from_files, at_zxid and at_time applied."""
+            from kafka_zk_audit.offline.sources import FilesSourceError
+            from kafka_zk_audit.offline.targets import plan_targets
+
+            try:
+                return plan_targets(load_config(audit_config or None), zk_conn_id, context["params"])
+            except FilesSourceError as exc:
+                raise AirflowFailException(str(exc)) from None
 
         targets = plan_clusters("{{ params.zk_conn_id }}", AUDIT_CONFIG)
         snapshot = ZooKeeperSnapshotOperator.partial(
@@ -197,7 +148,7 @@ def build_dag(settings_path: str | None = None) -> DAG:
             spark_conn_id="{{ params.spark_conn_id }}",
             application=spark_app_path(),
             name="kafka-zk-audit",
-            application_args=["--warehouse", WAREHOUSE, "--snapshot-ids", SNAPSHOT_IDS, "--config", AUDIT_CONFIG,
+            application_args=["--warehouse", WAREHOUSE, "--snapshot-ids", SNAPSHOT_IDS_ARG, "--config", AUDIT_CONFIG,
                               "--target-version", "{{ params.target_version or '' }}"],
             # Spark settings come from the Spark connection (master, deploy mode, queue) and the
             # app itself (kafka_zk_audit.audit.session: loopback driver for local masters only, the driver JVM's
@@ -208,11 +159,11 @@ def build_dag(settings_path: str | None = None) -> DAG:
             task_id="gate",
             trigger_rule="all_done",  # validate the clusters whose audit completed, even if another's failed
             warehouse=WAREHOUSE,
-            snapshot_ids=SNAPSHOT_IDS,
+            snapshot_ids=snapshot.output,
             audit_config=AUDIT_CONFIG,
             suites_dir="{{ params.suites_dir or '' }}",
             on_failure_callback=[
-                AuditAlertNotifier(warehouse=WAREHOUSE, snapshot_id=SNAPSHOT_IDS, audit_config=AUDIT_CONFIG),
+                AuditAlertNotifier(warehouse=WAREHOUSE, snapshot_id=snapshot.output, audit_config=AUDIT_CONFIG),
                 failure_alert,
             ],
         )
@@ -229,69 +180,38 @@ def build_dag(settings_path: str | None = None) -> DAG:
         ).expand_kwargs(targets)
 
         @task(task_id="summary", trigger_rule="all_done", outlets=[AssetAlias(ASSET_ALIAS)])
-        def publish_summaries(warehouse: str, snapshot_ids: str, audit_config: str | None,
+        def publish_summaries(warehouse: str, snapshot_ids: Any, audit_config: str | None,
                               targets: list[dict[str, str]], **context: Any) -> dict:
             """summary.json per cluster and the fleet's; an Asset event per audited cluster."""
-            from kafka_zk_audit.contract.warehouse import Warehouse
-            from kafka_zk_audit.report.fleet import summarize_fleet
+            from kafka_zk_audit.report.publish import publish_run
 
-            verdict = context["ti"].xcom_pull(task_ids="gate", key="verdict")
-            fleet, path = summarize_fleet(Warehouse(warehouse), [t["cluster"] for t in targets],
-                                          [s for s in snapshot_ids.split(",") if s], verdict,
-                                          run_id=context["run_id"])
-            for name, cluster in fleet["clusters"].items():
-                if cluster.get("summary"):
-                    context["outlet_events"][AssetAlias(ASSET_ALIAS)].add(cluster_asset(name),
-                                                                          extra=cluster["asset_extra"])
-            print(fleet["text"])
-            print(f"fleet summary: {path}")
-            readiness = publish_readiness(Warehouse(warehouse), [s for s in snapshot_ids.split(",") if s])
-            from kafka_zk_audit.report.history_index import link_history_in_data_docs
+            ti = context["ti"]
+            published = publish_run(Warehouse(warehouse), [t["cluster"] for t in targets],
+                                    snapshot_id_list(snapshot_ids), ti.xcom_pull(task_ids="gate", key="verdict"),
+                                    ti.xcom_pull(task_ids="history"), run_id=context["run_id"])
+            for name, extra in published.asset_extras.items():
+                context["outlet_events"][AssetAlias(ASSET_ALIAS)].add(cluster_asset(name), extra=extra)
+            return published.result
 
-            link_history_in_data_docs(Warehouse(warehouse))  # the gate rebuilt the Data Docs index
-            histories = histories_of_run(context["ti"])
-            for name, found in histories.items():
-                print(f"history of {name}: {found['listed']} interval(s) listed, {found['short']} shorter than the "
-                      f"floor, zxid {found['first_zxid']} to {found['last_zxid']}; page: {found['page']}")
-            return {**{k: v for k, v in fleet.items() if k != "text"}, "readiness": readiness,
-                    "histories": histories}
-
-        summaries = publish_summaries(WAREHOUSE, SNAPSHOT_IDS, AUDIT_CONFIG, targets)
+        summaries = publish_summaries(WAREHOUSE, snapshot.output, AUDIT_CONFIG, targets)
 
         @task(task_id="retention", trigger_rule="all_done", retries=0)
-        def prune(warehouse: str, snapshot_ids: str, audit_config: str | None) -> dict:
+        def prune(warehouse: str, snapshot_ids: Any, audit_config: str | None) -> dict:
             """Prune the warehouse by the retention settings; never a baseline or this run's snapshots."""
-            from kafka_zk_audit.contract.retention import apply_retention
-            from kafka_zk_audit.contract.warehouse import Warehouse
+            from kafka_zk_audit.report.publish import prune_run
 
-            run_cfg = load_config(audit_config or None)
-            store = Warehouse(warehouse)
-            plan = apply_retention(store, run_cfg.retention, datetime.now(UTC),
-                                   protect=[s for s in snapshot_ids.split(",") if s])
-            if plan.drop_histories:
-                from kafka_zk_audit.report.history_index import refresh_history_index
-
-                refresh_history_index(store)  # no link left to a pruned history's page
-            return {"dropped_data": plan.drop_data, "dropped_findings": plan.drop_findings,
-                    "baselines": plan.kept_baselines, "dropped_history_changes": plan.drop_history_changes,
-                    "dropped_histories": plan.drop_histories}
+            return prune_run(Warehouse(warehouse), load_config(audit_config or None).retention,
+                             protect=snapshot_id_list(snapshot_ids))
 
         @task(task_id="verdict", trigger_rule="all_done", retries=0)
         def fail_when_red(**context: Any) -> None:
             """Fail the run when any cluster is red or could not be audited (each was alerted already)."""
-            fleet = context["ti"].xcom_pull(task_ids="summary") or {}
-            red = fleet.get("red") or []
-            missing = fleet.get("not_audited") or []
-            if not fleet:
-                raise RunVerdictFailed("no summary was written; see the failed tasks' logs")
-            problems = []
-            if red:
-                problems.append(f"the gate failed for {', '.join(red)}")
-            if missing:
-                problems.append(f"not audited: {', '.join(missing)}")
-            if problems:
-                raise RunVerdictFailed("; ".join(problems))
+            from kafka_zk_audit.report.publish import run_failure
+
+            problem = run_failure(context["ti"].xcom_pull(task_ids="summary"))
+            if problem:
+                raise RunVerdictFailed(problem)
 
         snapshot >> audit >> gate >> history >> summaries
-        summaries >> prune(WAREHOUSE, SNAPSHOT_IDS, AUDIT_CONFIG) >> fail_when_red()
+        summaries >> prune(WAREHOUSE, snapshot.output, AUDIT_CONFIG) >> fail_when_red()
     return dag

@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-import pyarrow.dataset as pads
-
 from kafka_zk_audit.contract.catalogue import BY_ID, SEVERITIES
 from kafka_zk_audit.contract.settings import AuditConfig
 from kafka_zk_audit.contract.warehouse import Warehouse
@@ -51,6 +49,8 @@ def read_findings(warehouse: Warehouse, snapshot_id: str) -> list[dict[str, Any]
     directory = warehouse.findings_dir(snapshot_id)
     if not warehouse.exists(directory):
         raise FileNotFoundError(f"no findings for snapshot {snapshot_id} at {directory}: the audit did not write them")
+    import pyarrow.dataset as pads  # here, not at import: the DAG file imports the alerts without pyarrow
+
     dataset = pads.dataset(warehouse.fs_path(directory), filesystem=warehouse.fs, format="parquet")
     return dataset.to_table().to_pylist()
 

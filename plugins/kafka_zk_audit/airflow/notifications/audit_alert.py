@@ -24,9 +24,9 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from airflow.providers.http.hooks.http import HttpHook
 from airflow.sdk import BaseNotifier
 
+from kafka_zk_audit.airflow.xcoms import snapshot_id_list
 from kafka_zk_audit.contract.settings import AuditConfig, load_config
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.report.alert import Alert, build_alert
@@ -106,14 +106,14 @@ class AuditAlertNotifier(BaseNotifier):
     """Alert on a failed gate: e-mail and webhook, only for new gating findings by default.
 
     :param warehouse: the warehouse root (templated).
-    :param snapshot_id: the audited snapshot (templated).
+    :param snapshot_id: the run's snapshots: a list, e.g. the snapshot task's output, or one id (templated).
     :param audit_config: path of the audit settings file; empty or None: the packaged defaults (templated).
     :param verdict_task_id: the task whose XCom ``verdict`` to read; None: the task this callback runs for.
     """
 
     template_fields: Sequence[str] = ("warehouse", "snapshot_id", "audit_config")
 
-    def __init__(self, warehouse: str, snapshot_id: str, audit_config: str | None = None, *,
+    def __init__(self, warehouse: str, snapshot_id: Sequence[str] | str | None, audit_config: str | None = None, *,
                  verdict_task_id: str | None = None) -> None:
         super().__init__()
         self.warehouse = warehouse
@@ -123,7 +123,7 @@ class AuditAlertNotifier(BaseNotifier):
 
     def notify(self, context: Any) -> None:
         """Build each red cluster's alert and deliver it through that cluster's routes; never raises."""
-        snapshot_ids = [s.strip() for s in (self.snapshot_id or "").split(",") if s.strip() and s.strip() != "None"]
+        snapshot_ids = snapshot_id_list(self.snapshot_id)
         if not snapshot_ids:
             log.error("audit alert not sent: no snapshot id (the snapshot task pushed none)")
             return
@@ -205,6 +205,8 @@ class AuditAlertNotifier(BaseNotifier):
         origin = None
         secrets: list[str | None] = []
         try:
+            from airflow.providers.http.hooks.http import HttpHook  # here: the DAG file is parsed without it
+
             hook = HttpHook(method="POST", http_conn_id=conn_id)
             hook._log = logging.getLogger(HTTP_LOGGERS[0])  # a stdlib logger, so its lines can be redacted
             url = hook.url_from_endpoint(None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,7 +11,6 @@ from airflow.sdk import BaseOperator
 
 from kafka_zk_audit.airflow.hooks.zookeeper import ZooKeeperHook, connection_settings
 from kafka_zk_audit.contract.warehouse import Warehouse, default_warehouse
-from kafka_zk_audit.snapshot.connection import ZkSettings
 from kafka_zk_audit.snapshot.walker import SnapshotOptions, write_new_snapshot
 
 
@@ -65,45 +65,30 @@ class ZooKeeperSnapshotOperator(BaseOperator):
         suffix = "-".join(part for part in (self.cluster, self.snapshot_suffix) if part)
         if self.files and self.files.get("data_dir"):
             manifest = self._snapshot_from_files(warehouse, suffix)
-            context["ti"].xcom_push(key="manifest", value=manifest)
-            return manifest["snapshot_id"]
+        else:
+            manifest = self._snapshot_of_ensemble(warehouse, suffix)
+        context["ti"].xcom_push(key="manifest", value=manifest)
+        return manifest["snapshot_id"]
+
+    def _snapshot_of_ensemble(self, warehouse: Warehouse, suffix: str) -> dict[str, Any]:
+        """Walk the ensemble of the ZooKeeper connection (read-only)."""
         hook = ZooKeeperHook(zk_conn_id=self.zk_conn_id)
         settings = hook.get_settings()
         self.log.info("snapshot of %s%s into %s", settings.ensemble,
                       f" (cluster {self.cluster})" if self.cluster else "", warehouse.root)
         try:
-            manifest = write_new_snapshot(hook.get_conn(), settings, warehouse, suffix, self.options,
-                                          cluster=self.cluster)
+            return write_new_snapshot(hook.get_conn(), settings, warehouse, suffix, self.options, cluster=self.cluster)
         finally:
             hook.close()
-        context["ti"].xcom_push(key="manifest", value=manifest)
-        return manifest["snapshot_id"]
-
-    def _cluster_settings(self) -> ZkSettings | None:
-        """The cluster's connection settings (to name the ensemble, and its chroot), or None without a connection."""
-        settings = connection_settings(self.zk_conn_id)
-        if settings is None and self.zk_conn_id:
-            self.log.info("no connection %r: the manifest names the files' location instead", self.zk_conn_id)
-        return settings
 
     def _snapshot_from_files(self, warehouse: Warehouse, suffix: str) -> dict[str, Any]:
         """Fetch the cluster's ZooKeeper files (SFTP or fsspec) and rebuild the snapshot from them."""
         from kafka_zk_audit.airflow.hooks.zookeeper_files import cluster_zookeeper_files
-        from kafka_zk_audit.offline.rebuild import write_new_offline_snapshot
-        from kafka_zk_audit.offline.sources import parse_at_time, parse_at_zxid
+        from kafka_zk_audit.offline.files_snapshot import snapshot_from_files
 
-        at_zxid, at_time = parse_at_zxid(self.at_zxid), parse_at_time(self.at_time)
-        with cluster_zookeeper_files(self.files or {}, at_zxid=at_zxid, at_time=at_time) as staged:
-            settings = self._cluster_settings()
-            target = "the newest state" if at_zxid is None and at_time is None else (
-                f"zxid {at_zxid:#x}" if at_zxid is not None else f"{at_time:%Y-%m-%dT%H:%M:%SZ}")
-            self.log.info("snapshot%s from the ZooKeeper files at %s (%s) into %s",
-                          f" of cluster {self.cluster}" if self.cluster else "", staged.origin, target,
-                          warehouse.root)
-            # fetched files are named by where they came from, not by the staging folder that is gone after
-            manifest = write_new_offline_snapshot(staged.data_dir, warehouse, suffix, log_dir=staged.log_dir,
-                                                  at_zxid=at_zxid, at_time=at_time, options=self.options,
-                                                  cluster=self.cluster, settings=settings,
-                                                  origin=staged.origin if staged.fetched else None)
-        return manifest
-
+        settings = connection_settings(self.zk_conn_id)  # names the ensemble (and its chroot) in the manifest
+        if settings is None and self.zk_conn_id:
+            self.log.info("no connection %r: the manifest names the files' location instead", self.zk_conn_id)
+        return snapshot_from_files(functools.partial(cluster_zookeeper_files, self.files or {}), warehouse, suffix,
+                                   at_zxid=self.at_zxid, at_time=self.at_time, options=self.options,
+                                   cluster=self.cluster, settings=settings, task_log=self.log)
