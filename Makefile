@@ -5,7 +5,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export GX_ANALYTICS_ENABLED := false
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup demo test lint unit bench bench-load suites docs clean
+.PHONY: setup demo test lint unit coverage bench bench-load suites docs clean
 
 setup:
 	@bash scripts/setup.sh
@@ -13,13 +13,26 @@ setup:
 demo: setup
 	@bash scripts/demo.sh
 
+# two pytest-xdist workers (one per core); the tests of each shared whole-DAG run stay on one worker (loadgroup,
+# tests/conftest.py). PYTEST_ARGS adds options, e.g. PYTEST_ARGS="-k fleet" or PYTEST_XDIST="-n 0" for one process.
+PYTEST_XDIST ?= -n 2 --dist loadgroup
+
 # the Data Docs test opens the site in Debian's headless Chromium: install it with the rest
 test: export KAFKA_ZK_AUDIT_WITH_CHROMIUM := 1
 test: setup lint
-	$(PY) -m pytest -ra --durations=15
+	$(PY) -m pytest -ra --durations=15 $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 unit: setup
-	$(PY) -m pytest -ra -m "not dag"
+	$(PY) -m pytest -ra -m "not dag" $(PYTEST_XDIST) $(PYTEST_ARGS)
+
+# line coverage of plugins/ over the whole suite, subprocesses included ([tool.coverage.*] in pyproject.toml):
+# the total, then the modules below 80 %
+coverage: export KAFKA_ZK_AUDIT_WITH_CHROMIUM := 1
+coverage: setup
+	rm -f .coverage .coverage.*
+	$(PY) -m coverage run -m pytest -ra $(PYTEST_XDIST) $(PYTEST_ARGS)
+	$(PY) -m coverage combine -q
+	$(PY) -m coverage report --skip-covered --fail-under=0 | awk 'NR <= 2 || $$NF + 0 < 80 || /^TOTAL/'
 
 lint: setup
 	$(VENV)/bin/ruff check .

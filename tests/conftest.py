@@ -1,4 +1,5 @@
-"""Session-wide real parts: one ZooKeeper server and one Spark session for the whole test run."""
+"""Session-wide real parts: one ZooKeeper server and one Spark session for the whole test run, and the shared
+whole-DAG runs (tests/system/fleet_run.py, tests/system/scheduled_run.py) every folder's tests may assert on."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import pytest
 from kazoo.client import KazooClient
 
 from kafka_zk_audit_testing.zk_server import ZooKeeperServer, free_port
+from tests.system.fleet_run import system  # noqa: F401 (the shared system run: a session fixture)
+from tests.system.scheduled_run import installed, scheduled  # noqa: F401 (the scheduler's run: session fixtures)
 
 REPO = Path(__file__).resolve().parents[1]
 _chroot_counter = itertools.count()
@@ -113,3 +116,17 @@ def zookeeper_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     files = sorted(p.name for p in (data_dir / "version-2").iterdir())
     assert sum(n.startswith("snapshot.") for n in files) >= 3 and sum(n.startswith("log.") for n in files) >= 3, files
     return data_dir
+
+
+# Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``), the tests that assert on one shared whole-DAG run
+# go to the same worker, so each run is made once; the other tests spread over the workers. They are all marked
+# ``dag``.
+SHARED_RUNS = {"system": "system-run", "scheduled": "scheduler-run", "installed": "scheduler-run"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        groups = {SHARED_RUNS[name] for name in getattr(item, "fixturenames", ()) if name in SHARED_RUNS}
+        if groups:
+            item.add_marker(pytest.mark.xdist_group(sorted(groups)[0]))
+            item.add_marker(pytest.mark.dag)  # `make unit` (-m "not dag") leaves them out

@@ -1,5 +1,5 @@
-"""``kafka-zk-audit reaudit``: the stored history of a cluster re-audited in one Spark app (real ZooKeeper, the
-simulator, real spark-submit), on ``local[2]`` and on a standalone master with two workers."""
+"""``kafka-zk-audit reaudit``: the stored history of a cluster re-audited in one Spark app, in two batches (real
+ZooKeeper, the simulator, real spark-submit on ``local[2]``)."""
 
 from __future__ import annotations
 
@@ -15,12 +15,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from kafka_zk_audit.audit.job import run_audit
 from kafka_zk_audit.audit.reaudit import parse_moment, select_snapshots
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
 from kafka_zk_audit.contract.warehouse import Warehouse, new_snapshot_id
 from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
-from kafka_zk_audit_testing.spark_cluster import standalone_cluster
 from tests.audit.checks.test_checks import take_snapshot
 
 CLI = str(Path(sys.executable).parent / "kafka-zk-audit")
@@ -57,14 +55,11 @@ def counts_by_snapshot(timeline: list[dict]) -> dict[str, dict[str, int]]:
     return counts
 
 
-def timeline_key(row: dict) -> tuple:
-    return row["snapshot_id"], row["check_id"], row["severity"], row["count"]
-
-
 @pytest.fixture(scope="module")
-def history(zk_server, spark, tmp_path_factory):
-    """Three stored snapshots: healthy; two problems planted; fixed and time passed. The first one is audited
-    live (in process), then the cluster's history is reaudited with ``kafka-zk-audit reaudit`` on local[2]."""
+def history(zk_server, tmp_path_factory):
+    """Three stored snapshots: healthy; two problems planted; fixed and time passed. The cluster's history is then
+    reaudited with ``kafka-zk-audit reaudit`` on local[2] in two batches: the first two snapshots, then the third,
+    which compares with its baseline as the first batch wrote it into the reaudit's folder."""
     chroot = "/reaudit_history"
     zk_server.ensure_chroot(chroot)
     path = tmp_path_factory.mktemp("reaudit") / "wh"
@@ -81,11 +76,11 @@ def history(zk_server, spark, tmp_path_factory):
         ids.append(take(sim, zk_server.hosts, chroot, warehouse, "s3"))
     finally:
         sim.close()
-    live = run_audit(spark, warehouse, ids[0], None)[ids[0]]
     before = live_files(path)
-    result = reaudit(path, "local[2]")
+    two_first = sum(warehouse.read_json(warehouse.manifest_path(sid))["znodes"] for sid in ids[:2])
+    result = reaudit(path, "local[2]", "--batch-znodes", str(two_first))
     summary = json.loads(result.stdout) if result.returncode == 0 else None
-    return {"path": path, "warehouse": warehouse, "ids": ids, "planted": planted, "live": live, "before": before,
+    return {"path": path, "warehouse": warehouse, "ids": ids, "planted": planted, "before": before,
             "result": result, "summary": summary}
 
 
@@ -93,6 +88,8 @@ def test_the_timeline_shows_the_problems_in_the_second_snapshot_only(history):
     assert history["result"].returncode == 0, history["result"].stderr[-5000:]
     summary, ids = history["summary"], history["ids"]
     assert [s["snapshot_id"] for s in summary["snapshots"]] == ids and summary["failed"] == []
+    assert "batch 1 of 2: 2 snapshot(s)" in history["result"].stderr
+    assert "batch 2 of 2: 1 snapshot(s)" in history["result"].stderr
     assert summary["clusters"] == [CLUSTER]
     timeline = pq.read_table(Path(summary["timeline"])).to_pylist()
     assert {(r["snapshot_id"], r["cluster"]) for r in timeline} == {(sid, CLUSTER) for sid in ids}
@@ -120,9 +117,8 @@ def test_each_snapshot_compares_with_the_previous_one_of_the_reaudit(history):
 
 
 def test_the_live_warehouse_is_untouched_and_the_page_is_written(history):
-    assert history["live"]["findings"] == 0  # the live audit of the healthy first snapshot
     assert live_files(history["path"]) == history["before"]
-    assert Warehouse(str(history["path"])).audited_snapshots() == [history["ids"][0]]
+    assert Warehouse(str(history["path"])).audited_snapshots() == []  # the reaudit's audits stay in its folder
     page = Path(history["summary"]["page"]).read_text()
     assert "<table>" in page and all(sid in page for sid in history["ids"])
     assert "controller_missing</td><td class='zero'>0</td><td class='critical'>1</td><td class='zero'>0</td>" in page
@@ -137,26 +133,3 @@ def test_snapshots_are_chosen_by_cluster_and_start_time(history):
     assert parse_moment("2026-11-01").isoformat() == "2026-11-01T00:00:00+00:00"
     now = second.started_at
     assert parse_moment("7d", now) == now - timedelta(days=7)
-
-
-def rows_of(folder: Path) -> list[str]:
-    rows = pq.read_table(folder, partitioning=None).to_pylist()
-    return sorted(json.dumps(r, sort_keys=True, default=str) for r in rows)
-
-
-def test_the_same_reaudit_runs_on_a_standalone_master_with_two_workers_one_batch_per_snapshot(history, tmp_path):
-    """On the cluster each snapshot is a batch of its own (``--batch-znodes 1``): the second and third compare with
-    their baselines as the previous batch wrote them into the reaudit's folder, and find the same."""
-    with standalone_cluster(tmp_path / "spark", cores=1, memory="1g", workers=2) as master:
-        result = reaudit(history["path"], master, "--batch-znodes", "1")
-        worker_logs = [(tmp_path / "spark" / name).read_text() for name in ("worker.log", "worker2.log")]
-    assert result.returncode == 0, result.stderr[-5000:]
-    assert f"--master {master}" in result.stderr
-    assert all("Asked to launch executor" in log for log in worker_logs)  # both workers ran the app
-    on_cluster = json.loads(result.stdout)
-    timeline = pq.read_table(Path(on_cluster["timeline"])).to_pylist()
-    local = pq.read_table(Path(history["summary"]["timeline"])).to_pylist()
-    assert sorted(map(timeline_key, timeline)) == sorted(map(timeline_key, local))
-    assert "batch 3 of 3: 1 snapshot(s)" in result.stderr
-    assert rows_of(Path(on_cluster["path"]) / "findings") == rows_of(Path(history["summary"]["path"]) / "findings")
-    assert live_files(history["path"]) == history["before"]

@@ -10,8 +10,6 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from kafka_zk_audit_testing.spark_cluster import standalone_cluster
-
 CLI = Path(sys.executable).parent / "kafka-zk-audit"
 CHROOT = "/kafka"
 
@@ -78,22 +76,3 @@ def test_the_page_is_published_in_the_data_docs_with_a_link_on_the_index(history
     index = (docs / "index.html").read_text()
     assert index.startswith('<html><body class="gx"><div id="kafka-zk-audit-history"')
     assert 'href="history/index.html"' in index and index.endswith("<h1>Data Docs</h1></body></html>")
-
-
-def _rows(path: Path) -> list[tuple]:
-    return sorted(tuple(row.items()) for row in pq.read_table(path).to_pylist())
-
-
-def test_a_standalone_master_with_two_workers_builds_the_same_tables(history, history_files, tmp_path) -> None:
-    """A cluster master: the logs are read by the executors (Spark's binaryFile source) and written by Spark."""
-    local, scenario, _ = history
-    with standalone_cluster(tmp_path / "spark", cores=1, memory="1g", workers=2) as master:
-        (tmp_path / "warehouse").mkdir()
-        proc = run_history(history_files[0], scenario, tmp_path / "warehouse", master)
-        worker_logs = [(tmp_path / "spark" / name).read_text() for name in ("worker.log", "worker2.log")]
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert all("Asked to launch executor" in log for log in worker_logs)  # both workers ran the app
-    on_cluster = json.loads(proc.stdout)
-    assert on_cluster["checks"] == local["checks"] and on_cluster["txns"] == local["txns"]
-    for table in ("changes", "intervals", "controller_timeline", "leadership"):
-        assert _rows(Path(on_cluster["path"]) / table) == _rows(Path(local["path"]) / table), table

@@ -1,9 +1,8 @@
 """``kafka-zk-audit run``: exit codes (0 passed, 1 gate failed, 2 usage/settings/connection, 3 the audit could not
-complete), the failed task read from the run's log, and a whole run against a real ZooKeeper."""
+complete) and the failed task read from the run's log (a whole run: tests/system/test_cli_run.py)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -12,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from kafka_zk_audit.cli.runner import first_failed_task
-from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
 from kafka_zk_audit_testing.zk_server import free_port
 
 CLI = str(Path(sys.executable).parent / "kafka-zk-audit")
@@ -27,10 +25,6 @@ def cli_env(tmp_path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
     env["AIRFLOW_HOME"] = str(tmp_path / "airflow")
     return env
-
-
-SMALL_CLUSTER = ClusterSpec(era="2.x", brokers=3, racks=1, topics=3, partitions=3, replication_factor=2,
-                            groups=1, consumers_per_group=2, threads_per_consumer=1, seed=5)
 
 
 def test_usage_and_connection_errors_exit_2(cli_env, tmp_path):
@@ -83,48 +77,6 @@ def test_the_first_failed_task_and_its_error_come_from_the_log():
     assert failure is not None and failure.task_id == "snapshot"
     assert failure.error == "AirflowException: cannot reach ZooKeeper at zk1:2181 (connection 'zk'): timed out"
     assert first_failed_task(LOG_OF_A_FAILED_SNAPSHOT.replace("Task failed with exception", "Task finished")) is None
-
-
-@pytest.mark.dag
-def test_exit_3_names_the_failed_task_its_error_and_the_log(cli_env, zk_server, zk_chroot, tmp_path):
-    """A Spark connection whose master cannot work: the snapshot is taken, spark-submit fails, no summary."""
-    sim = Simulator(hosts=zk_server.hosts + zk_chroot)
-    try:
-        sim.write(SMALL_CLUSTER)
-        env = {k: v for k, v in cli_env.items() if k not in ("HADOOP_CONF_DIR", "YARN_CONF_DIR")}
-        # yarn with no Hadoop configuration: what Airflow's Spark provider falls back to without a connection
-        env["AIRFLOW_CONN_SPARK_DEFAULT"] = json.dumps({"conn_type": "spark", "host": "yarn"})
-        result = cli(["run", "--zk", zk_server.hosts + zk_chroot, "--warehouse", str(tmp_path / "wh")], env)
-    finally:
-        sim.close()
-    assert result.returncode == 3, result.stdout + result.stderr
-    assert "the audit could not complete: task 'audit' failed:" in result.stderr
-    assert "HADOOP_CONF_DIR or YARN_CONF_DIR must be set" in result.stderr  # spark-submit's own reason
-    log_line = next(line for line in result.stderr.splitlines() if line.startswith("Airflow log:"))
-    log_path = Path(log_line.split(":", 1)[1].strip())
-    assert f"the task's log is in {log_path}" in result.stderr and log_path.exists()
-    assert "task_id=snapshot" in log_path.read_text()  # the snapshot itself was taken
-    assert not list((tmp_path / "wh").glob("runs/*/summary.json")) and "default: NOT AUDITED" in result.stdout
-
-
-@pytest.mark.dag
-def test_run_prints_summary_and_exits_1_when_the_gate_fails(cli_env, zk_server, zk_chroot, tmp_path):
-    sim = Simulator(hosts=zk_server.hosts + zk_chroot, auth=("digest", "kafka:cli-secret"))
-    try:
-        sim.write(SMALL_CLUSTER)
-        planted = sim.plant("controller_missing")
-        env = {**cli_env, "KAFKA_ZK_AUDIT_ZK_AUTH": "digest:kafka:cli-secret"}
-        result = cli(["run", "--zk", zk_server.hosts + zk_chroot, "--warehouse", str(tmp_path / "wh")], env)
-    finally:
-        sim.close()
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert "controller_missing: 1" in result.stdout
-    assert "gate: FAILED" in result.stdout
-    assert "data docs:" in result.stdout and (tmp_path / "wh" / "data_docs" / "index.html").exists()
-    assert planted.path == "/controller"
-    log_line = next(line for line in result.stderr.splitlines() if line.startswith("Airflow log:"))
-    log_text = Path(log_line.split(":", 1)[1].strip()).read_text()
-    assert "cli-secret" not in result.stdout + result.stderr + log_text
 
 
 def test_fleet_targets_are_named_name_equals_value():

@@ -1,6 +1,5 @@
-"""ZK -> KRaft migration readiness through the whole DAG (``airflow dags test``), on the real parts.
-
-One DAG run audits a fleet of four clusters in three chroots of one real ZooKeeper:
+"""ZK -> KRaft migration readiness through the whole DAG, on the real parts: four clusters of the shared system run
+(tests/system/fleet_run.py), in three chroots of one real ZooKeeper:
 
 * ``kraft35`` and ``kraft39``: the same 3.9-era cluster with readiness plants (a pending deletion, ACLs, a
   delegation token, a broker without the listener the others share), planned with Kafka 3.5.0 and 3.9: the
@@ -18,95 +17,61 @@ with a red and an amber badge, and its text lists the blockers first with their 
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 import pytest
-import yaml
 
-from kafka_zk_audit.cli.runner import airflow_env, ensure_metadata_db, run_dag_once
 from kafka_zk_audit.contract.readiness import BY_CHECK_ID
 from kafka_zk_audit_testing.browser import render_dom, text_of
-from kafka_zk_audit_testing.simulator import ClusterSpec, Planted, Simulator
-from kafka_zk_audit_testing.simulator.readiness_plants import inherent_readiness, plant_readiness
+from kafka_zk_audit_testing.simulator import Planted
 from tests.audit.test_readiness import expected_rows, found_rows
 from tests.report.test_readiness import colour_counts, decode_png, near, screenshot
+from tests.system.fleet_run import Run as FleetRun
+from tests.system.fleet_run import SystemRun
 
-pytestmark = pytest.mark.dag
-
-PLANTS = ("kraft_pending_topic_deletion", "kraft_acls_present", "kraft_delegation_tokens", "kraft_no_common_listener")
 TARGETS = {"kraft35": "3.5.0", "kraft39": "3.9"}
-CHROOTS = {"kraft35": "/rd_planted", "kraft39": "/rd_planted", "clean39": "/rd_clean", "dualwrite": "/rd_dual"}
-SMALL = dict(brokers=3, racks=1, topics=3, partitions=2, replication_factor=2, groups=1, consumers_per_group=1,
-             threads_per_consumer=1, seed=31)
+READINESS_CLUSTERS = ("kraft35", "kraft39", "clean39", "dualwrite")
 RED, AMBER = (0xC6, 0x28, 0x28), (0xEF, 0x8F, 0x00)
 
 
 @dataclass
 class Run:
-    warehouse: Path
-    returncode: int
-    fleet: dict[str, Any]
-    log: str
+    """The system run's first run, seen from its readiness clusters."""
+
+    first: FleetRun
     planted: list[Planted]
     inherent: list[Planted]
 
-    def snapshot_id(self, cluster: str) -> str:
-        return self.fleet["clusters"][cluster]["snapshot_id"]
+    @property
+    def warehouse(self) -> Path:
+        return self.first.warehouse
+
+    @property
+    def log(self) -> str:
+        return self.first.log
+
+    @property
+    def returncode(self) -> int:
+        return self.first.returncode
+
+    def red(self) -> list[str]:
+        return sorted(c for c in self.first.fleet["red"] if c in READINESS_CLUSTERS)
+
+    def green(self) -> list[str]:
+        return sorted(c for c in self.first.fleet["green"] if c in READINESS_CLUSTERS)
 
     def readiness(self, cluster: str) -> dict[str, Any]:
-        return json.loads((self.warehouse / "runs" / self.snapshot_id(cluster) / "readiness.json").read_text())
+        return self.first.readiness(cluster)
 
     def findings(self, cluster: str) -> list[dict[str, Any]]:
-        return pq.read_table(self.warehouse / "findings" / f"snapshot_id={self.snapshot_id(cluster)}").to_pylist()
+        return self.first.findings(cluster)
 
 
-def settings_file(tmp: Path) -> Path:
-    clusters = [
-        {"name": "kraft35", "zk_conn_id": "zk_kraft35",
-         "overrides": {"migration": {"target_version": "3.5.0", "gate": True}}},
-        {"name": "kraft39", "zk_conn_id": "zk_kraft39"},
-        {"name": "clean39", "zk_conn_id": "zk_clean39"},
-        {"name": "dualwrite", "zk_conn_id": "zk_dualwrite",
-         "overrides": {"migration": {"dual_write_stale_after": "0s"}}},
-    ]
-    path = tmp / "readiness.yaml"
-    path.write_text(yaml.safe_dump({"schedule": None, "clusters": clusters, "fleet": {"task_retries": 0}},
-                                   sort_keys=False))
-    return path
-
-
-@pytest.fixture(scope="module")
-def run(zk_server, tmp_path_factory) -> Iterator[Run]:
-    tmp = tmp_path_factory.mktemp("readiness-dag")
-    warehouse = tmp / "wh"
-    env = airflow_env(airflow_home=tmp / "airflow",
-                      base={k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")})
-    env["KAFKA_ZK_AUDIT_CONFIG"] = str(settings_file(tmp))
-    for name, chroot in CHROOTS.items():
-        zk_server.ensure_chroot(chroot)
-        env[f"AIRFLOW_CONN_ZK_{name.upper()}"] = json.dumps(
-            {"conn_type": "zookeeper", "host": zk_server.hosts, "extra": {"chroot": chroot}})
-    ensure_metadata_db(env)
-    # The simulators stay open during the run: their brokers' registrations are ephemeral.
-    with Simulator(hosts=zk_server.hosts + CHROOTS["kraft39"]) as planted_sim, \
-            Simulator(hosts=zk_server.hosts + CHROOTS["clean39"]) as clean_sim, \
-            Simulator(hosts=zk_server.hosts + CHROOTS["dualwrite"]) as dual_sim:
-        planted_sim.write(ClusterSpec(era="3.9", **SMALL))
-        planted = [plant_readiness(planted_sim, name) for name in PLANTS]
-        inherent = inherent_readiness(planted_sim)
-        clean_sim.write(ClusterSpec(era="3.9", **SMALL))
-        dual_sim.write(ClusterSpec(era="3.x-migration", **SMALL))
-        result = run_dag_once(env, {"warehouse": str(warehouse), "run_label": "kraft"}, warehouse / "run.log")
-    log = result.log_path.read_text()
-    found = list(warehouse.glob("runs/fleet-*-kraft/fleet.json"))
-    assert found, f"no fleet summary; log tail:\n{log[-5000:]}"
-    yield Run(warehouse, result.returncode, json.loads(found[0].read_text()), log, planted, inherent)
+@pytest.fixture
+def run(system: SystemRun) -> Run:
+    return Run(system.runs[0], system.readiness_planted, system.readiness_inherent)
 
 
 def test_two_targets_two_verdicts_with_exactly_the_planted_conditions(run: Run) -> None:
@@ -132,8 +97,8 @@ def test_readiness_is_not_health_unless_the_settings_gate_on_it(run: Run) -> Non
     implied = {check for plant in run.planted for check in plant.implied} - {"delete_topic_stuck"}
     for cluster in ("kraft35", "kraft39"):
         assert {f["check_id"] for f in run.findings(cluster)} == implied, cluster
-    assert sorted(run.fleet["red"]) == ["dualwrite", "kraft35"]
-    assert sorted(run.fleet["green"]) == ["clean39", "kraft39"]
+    assert run.red() == ["dualwrite", "kraft35"]
+    assert run.green() == ["clean39", "kraft39"]
     assert "blocker_gating" in run.log and run.returncode != 0
 
 
@@ -149,7 +114,7 @@ def test_a_migration_whose_dual_writes_stopped(run: Run) -> None:
     assert report["phase"]["phase"] == "dual_write"
     findings = run.findings("dualwrite")
     assert [(f["check_id"], f["path"]) for f in findings] == [("migration_dual_write_stalled", "/migration")]
-    summary = json.loads(Path(run.fleet["clusters"]["dualwrite"]["summary"]).read_text())
+    summary = run.first.summary("dualwrite")
     assert summary["readiness"]["phase"] == "dual_write"
 
 

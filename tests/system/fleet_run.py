@@ -1,0 +1,302 @@
+"""The shared system run: one fleet whose clusters each carry a scenario, audited by two whole-DAG runs.
+
+Every whole-DAG behaviour the suite asserts is planted into a cluster of its own, in chroots of the session's real
+ZooKeeper (plus one dead address and one cluster read from a stopped ZooKeeper's files), so one fleet run proves
+them all and the keyed audit makes the extra clusters cheap:
+
+========== ===================================================================================================
+alpha      clean 3.x cluster, alert route of its own (``hook_alpha``): no finding, green
+bravo      leader outside the ISR: red in its own cluster only (fleet attribution)
+charlie    loses 4 of its 6 topics between the runs: the drift suite fires for it alone
+delta      dead address: its snapshot task fails and alerts; reported as not audited
+e2e        every non-history check planted at once; between the runs time passes, epochs and offsets go back, a
+           topic is recreated and one problem is fixed; alerts by e-mail (real SMTP) and webhook with secrets
+kraft35    readiness plants, planned for Kafka 3.5.0 with ``migration.gate``: blocked, red
+kraft39    the same tree (same chroot) planned for 3.9: ready with warnings, green
+clean39    clean 3.9 cluster: ready, no readiness row, no finding
+dualwrite  a ZK -> KRaft migration whose dual writes stalled (``dual_write_stale_after: 0s``)
+files      rebuilt from a stopped ZooKeeper's snapshot and logs (``files:`` setting), with the history of its logs
+secured    digest-auth ACLs, read with the connection's login; its controller is missing
+========== ===================================================================================================
+
+Run 1 is ``airflow dags test`` with the Spark connection pointing at a standalone master with two workers on
+loopback (moving off ``local[*]`` is a change of connection); the warehouse is copied right after it so its audit can
+be compared with an in-process ``local`` audit of the same snapshots. Run 2 is an operator's
+``kafka-zk-audit run --config`` on ``local[*]`` into the same Airflow home and warehouse: it has run 1 as baseline,
+exits 3 for the dead cluster and prints every summary; retention then prunes run 1's raw snapshots.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from kazoo.client import KazooClient
+
+from kafka_zk_audit.cli.runner import airflow_env, ensure_metadata_db, run_dag_once
+from kafka_zk_audit.contract.catalogue import BY_ID, CHECK_IDS
+from kafka_zk_audit_testing.receivers import CollectingHandler, smtp_receiver, webhook_receiver
+from kafka_zk_audit_testing.simulator import ClusterSpec, Planted, Simulator
+from kafka_zk_audit_testing.simulator.plants import MIGRATION_HEALTH_CHECKS
+from kafka_zk_audit_testing.simulator.readiness_plants import inherent_readiness, plant_readiness
+from kafka_zk_audit_testing.spark_cluster import standalone_cluster
+from kafka_zk_audit_testing.zk_server import free_port
+
+FLEET_SPEC = ClusterSpec(era="3.x", brokers=3, racks=1, topics=6, partitions=2, replication_factor=3, groups=1,
+                         consumers_per_group=1, threads_per_consumer=1, topics_per_group=1)
+E2E_SPEC = ClusterSpec(era="3.x", brokers=4, racks=2, topics=4, partitions=4, replication_factor=3,
+                       groups=2, consumers_per_group=2, threads_per_consumer=2, seed=11)
+READINESS_SMALL = dict(brokers=3, racks=1, topics=3, partitions=2, replication_factor=2, groups=1,
+                       consumers_per_group=1, threads_per_consumer=1, seed=31)
+SECURED_SPEC = ClusterSpec(era="2.x", brokers=3, racks=1, topics=3, partitions=2, replication_factor=2, groups=1,
+                           consumers_per_group=1, threads_per_consumer=1, seed=7)
+
+# Planted together into e2e (distinct subjects). The /controller plants exclude each other in one tree:
+# controller_session_mismatch is planted here, controller_not_alive into e2e before run 2, controller_missing into
+# secured.
+PLANTED_TOGETHER = tuple(
+    c for c in CHECK_IDS
+    if not BY_ID[c].history and c not in {"controller_missing", "controller_not_alive"}
+    and c not in MIGRATION_HEALTH_CHECKS  # they need a migration in flight: tests/audit/checks/test_migration.py
+)
+HISTORY_PLANTS = ("leader_epoch_regressed", "controller_epoch_regressed", "offset_regressed", "controller_not_alive")
+READINESS_PLANTS = ("kraft_pending_topic_deletion", "kraft_acls_present", "kraft_delegation_tokens",
+                    "kraft_no_common_listener")
+
+LIVE_FLEET = ("alpha", "bravo", "charlie")
+DEAD = "delta"
+CHROOTS = {
+    "alpha": "/fleet_alpha", "bravo": "/fleet_bravo", "charlie": "/fleet_charlie", "e2e": "/e2e_history",
+    "kraft35": "/rd_planted", "kraft39": "/rd_planted", "clean39": "/rd_clean", "dualwrite": "/rd_dual",
+    "secured": "/secured",
+}
+FILES_CHROOT = "/kafka"  # where tests/conftest.py's history_files wrote its scenario
+CLUSTERS = (*CHROOTS, DEAD, "files")
+AUDITED = tuple(c for c in CLUSTERS if c != DEAD)
+
+SMTP_PASSWORD = "pw-Smtp-e2e-5ecret-314"
+WEBHOOK_TOKEN = "T0E2E/B0E2E/e2e-hook-5ecret"
+SECURED_AUTH = ("kafka", "cli-secret-5ecured")
+RECIPIENT = "kafka-oncall@example.com"
+ROUTES = {"alpha": "/hook/alpha", "e2e": f"/hook/{WEBHOOK_TOKEN}"}  # every other cluster: the fleet's route
+FLEET_ROUTE = "/hook/fleet"
+SECRETS = (SMTP_PASSWORD, WEBHOOK_TOKEN, SECURED_AUTH[1])
+
+
+@dataclass
+class Run:
+    """One whole-DAG run of the fleet: its exit code, fleet.json, the Airflow log and what the receivers got."""
+
+    warehouse: Path
+    returncode: int
+    fleet: dict[str, Any]
+    log: str
+    posts: list[dict[str, Any]]
+    emails: list[Any]
+    stdout: str = ""
+    stderr: str = ""
+
+    def snapshot_id(self, cluster: str) -> str:
+        return self.fleet["clusters"][cluster]["snapshot_id"]
+
+    def summary(self, cluster: str) -> dict[str, Any]:
+        return json.loads(Path(self.fleet["clusters"][cluster]["summary"]).read_text())
+
+    def findings(self, cluster: str) -> list[dict[str, Any]]:
+        return pq.read_table(self.warehouse / "findings" / f"snapshot_id={self.snapshot_id(cluster)}",
+                             partitioning=None).to_pylist()
+
+    def readiness(self, cluster: str) -> dict[str, Any]:
+        return json.loads((self.warehouse / "runs" / self.snapshot_id(cluster) / "readiness.json").read_text())
+
+    def posts_to(self, path: str) -> list[dict[str, Any]]:
+        return [p for p in self.posts if p["path"] == path]
+
+
+@dataclass
+class SystemRun:
+    warehouse: Path
+    airflow_home: Path
+    settings: Path
+    after_first: Path  # a copy of the warehouse right after run 1
+    master: str  # run 1's standalone Spark master
+    worker_logs: list[str]
+    runs: list[Run]
+    planted: list[Planted]  # e2e, before run 1
+    history: list[Planted]  # e2e, before run 2
+    recreated_topic: str
+    fixed: Planted
+    dropped_topics: list[str]
+    readiness_planted: list[Planted]
+    readiness_inherent: list[Planted]
+    secured_plant: Planted
+    files_scenario: Any
+    files_dir: Path
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def settings_yaml(files_dir: Path) -> dict[str, Any]:
+    clusters: list[dict[str, Any]] = [{"name": name, "zk_conn_id": f"zk_{name}"} for name in CLUSTERS]
+    by_name = {c["name"]: c for c in clusters}
+    by_name["alpha"]["overrides"] = {"alerts": {"webhook_conn_id": "hook_alpha"}}
+    by_name["e2e"]["overrides"] = {
+        "sla": {"delete_topic": "0s", "reassignment": "0s", "preferred_election": "0s"},
+        "alerts": {"email_to": [RECIPIENT], "smtp_conn_id": "smtp_e2e", "webhook_conn_id": "webhook_e2e",
+                   "top_offenders": 100},
+    }
+    by_name["kraft35"]["overrides"] = {"migration": {"target_version": "3.5.0", "gate": True}}
+    by_name["dualwrite"]["overrides"] = {"migration": {"dual_write_stale_after": "0s"}}
+    by_name["files"]["files"] = {"data_dir": str(files_dir)}
+    return {
+        "schedule": None,
+        "clusters": clusters,
+        "fleet": {"max_parallel_snapshots": 2, "task_retries": 0},
+        "alerts": {"webhook_conn_id": "hook_fleet"},
+        "retention": {"keep_snapshots": 1, "keep_snapshots_for": "0s", "keep_findings_for": "90d"},
+    }
+
+
+def connections(zk_hosts: str, webhook: Any, smtp_port: int) -> dict[str, str]:
+    env = {f"AIRFLOW_CONN_ZK_{name.upper()}": json.dumps(
+        {"conn_type": "zookeeper", "host": zk_hosts, "extra": {"chroot": chroot}})
+        for name, chroot in CHROOTS.items() if name != "secured"}
+    env["AIRFLOW_CONN_ZK_SECURED"] = json.dumps(
+        {"conn_type": "zookeeper", "host": zk_hosts, "login": SECURED_AUTH[0], "password": SECURED_AUTH[1],
+         "extra": {"chroot": CHROOTS["secured"]}})
+    env[f"AIRFLOW_CONN_ZK_{DEAD.upper()}"] = json.dumps(
+        {"conn_type": "zookeeper", "host": f"127.0.0.1:{free_port()}", "extra": {"timeout": 3}})
+    # the files cluster's connection only names the ensemble and gives the chroot: nothing listens there
+    env["AIRFLOW_CONN_ZK_FILES"] = json.dumps(
+        {"conn_type": "zookeeper", "host": f"127.0.0.1:{free_port()}", "extra": {"chroot": FILES_CHROOT}})
+    env["AIRFLOW_CONN_HOOK_FLEET"] = json.dumps({"conn_type": "http", "host": webhook.url(FLEET_ROUTE)})
+    env["AIRFLOW_CONN_HOOK_ALPHA"] = json.dumps({"conn_type": "http", "host": webhook.url(ROUTES["alpha"])})
+    env["AIRFLOW_CONN_WEBHOOK_E2E"] = json.dumps({"conn_type": "http", "host": webhook.url(ROUTES["e2e"])})
+    env["AIRFLOW_CONN_SMTP_E2E"] = json.dumps({
+        "conn_type": "smtp", "host": "127.0.0.1", "port": smtp_port, "login": "audit-sender",
+        "password": SMTP_PASSWORD,
+        "extra": {"disable_ssl": True, "disable_tls": True, "from_email": "kafka-zk-audit@example.com",
+                  "retry_limit": 0, "timeout": 10},
+    })
+    return env
+
+
+def topic_to_recreate(sim: Simulator, touched: set[str]) -> str:
+    """A topic of the simulated cluster that some group consumes and no plant touched."""
+    for group in reversed(sim.model.groups):
+        for topic in reversed(group.topics):
+            if topic not in touched and group.group_id not in touched:
+                return topic
+    raise AssertionError("no untouched consumed topic to recreate")
+
+
+def _fleet_json(warehouse: Path, label: str | None, log: str) -> dict[str, Any]:
+    pattern = f"runs/fleet-*-{label}/fleet.json" if label else "runs/fleet-*/fleet.json"
+    found = sorted(warehouse.glob(pattern), key=lambda p: p.stat().st_mtime)
+    assert found, f"no fleet summary; log tail:\n{log[-5000:]}"
+    fleet = json.loads(found[-1].read_text())
+    for name in AUDITED:
+        summary = json.loads(Path(fleet["clusters"][name]["summary"]).read_text())
+        # the gate validated (a crash in the gate must not pass for a failed validation)
+        assert "error" not in summary["gate"], f"{name}: {summary['gate']}; log tail:\n{log[-5000:]}"
+        assert isinstance(summary["gate"]["failed_expectations"], int), name
+    return fleet
+
+
+@pytest.fixture(scope="session")
+def system(zk_server, history_files, tmp_path_factory) -> Iterator[SystemRun]:
+    """The fleet's two DAG runs, shared by every test of tests/system that asserts on a whole run."""
+    files_dir, files_scenario = history_files
+    tmp = tmp_path_factory.mktemp("system")
+    warehouse, home = tmp / "wh", tmp / "airflow"
+    settings = tmp / "fleet.yaml"
+    settings.write_text(yaml.safe_dump(settings_yaml(files_dir), sort_keys=False))
+    base = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW") and k != "KAFKA_ZK_AUDIT_CONFIG"}
+    env = airflow_env(airflow_home=home, base=base)
+    env["KAFKA_ZK_AUDIT_CONFIG"] = str(settings)
+    ensure_metadata_db(env)
+    admin = KazooClient(hosts=zk_server.hosts)
+    admin.start(timeout=15)
+    for chroot in set(CHROOTS.values()):
+        admin.ensure_path(chroot)
+    sims = {name: Simulator(hosts=zk_server.hosts + CHROOTS[name])
+            for name in ("alpha", "bravo", "charlie", "e2e", "kraft39", "clean39", "dualwrite")}
+    sims["secured"] = Simulator(hosts=zk_server.hosts + CHROOTS["secured"], auth=("digest", ":".join(SECURED_AUTH)))
+    runs: list[Run] = []
+    try:
+        with smtp_receiver(SMTP_PASSWORD) as (smtp_port, inbox), webhook_receiver() as webhook:
+            env.update(connections(zk_server.hosts, webhook, smtp_port))
+            for name in LIVE_FLEET:
+                sims[name].write(FLEET_SPEC)
+            sims["bravo"].plant("leader_not_in_isr")
+            e2e = sims["e2e"]
+            e2e.write(E2E_SPEC)
+            planted = [e2e.plant(check_id) for check_id in PLANTED_TOGETHER]
+            sims["kraft39"].write(ClusterSpec(era="3.9", **READINESS_SMALL))
+            readiness_planted = [plant_readiness(sims["kraft39"], name) for name in READINESS_PLANTS]
+            readiness_inherent = inherent_readiness(sims["kraft39"])
+            sims["clean39"].write(ClusterSpec(era="3.9", **READINESS_SMALL))
+            sims["dualwrite"].write(ClusterSpec(era="3.x-migration", **READINESS_SMALL))
+            sims["secured"].write(SECURED_SPEC)
+            secured_plant = sims["secured"].plant("controller_missing")
+
+            # run 1: airflow dags test, the audit on a standalone master with two workers
+            label = "first"
+            spark_dir = tmp / "spark"
+            with standalone_cluster(spark_dir, cores=1, memory="1g", workers=2) as master:
+                host, port = master.rsplit(":", 1)
+                first_env = {**env, "AIRFLOW_CONN_SPARK_CLUSTER": json.dumps(
+                    {"conn_type": "spark", "host": host, "port": int(port)})}
+                result = run_dag_once(first_env, {"warehouse": str(warehouse), "run_label": label,
+                                                  "spark_conn_id": "spark_cluster"}, tmp / f"{label}.log")
+                worker_logs = [(spark_dir / name).read_text() for name in ("worker.log", "worker2.log")]
+            log = result.log_path.read_text()
+            runs.append(Run(warehouse, result.returncode, _fleet_json(warehouse, label, log), log,
+                            list(webhook.posts), CollectingHandler.messages_of(inbox.envelopes)))
+            after_first = tmp / "after_first"
+            shutil.copytree(warehouse, after_first)
+
+            # between the runs: charlie loses 4 of its 6 topics; e2e moves on and regresses
+            topics = sorted(admin.get_children(f"{CHROOTS['charlie']}/brokers/topics"))
+            dropped = [t for t in topics if not t.startswith("__")][:4]
+            for topic in dropped:
+                admin.delete(f"{CHROOTS['charlie']}/brokers/topics/{topic}", recursive=True)
+            e2e.advance(steps=1)
+            history_plants = [e2e.plant(c) for c in HISTORY_PLANTS]
+            touched = {s for p in (*planted, *history_plants) for s in (p.topic, p.group_id) if s}
+            recreated = topic_to_recreate(e2e, touched)
+            e2e.recreate_topic(recreated)
+            fixed = next(p for p in planted if p.check_id == "delete_marker_orphaned")
+            admin.delete(CHROOTS["e2e"] + fixed.path)
+
+            # run 2: an operator's `kafka-zk-audit run --config` into the same Airflow home and warehouse
+            posted, sent = len(webhook.posts), len(inbox.envelopes)
+            before = {p.name for p in warehouse.glob("runs/fleet-*")}
+            cli = str(Path(sys.executable).parent / "kafka-zk-audit")
+            done = subprocess.run([cli, "run", "--config", str(settings), "--warehouse", str(warehouse)],
+                                  env=env, capture_output=True, text=True, timeout=1800)
+            log_line = next((line for line in done.stderr.splitlines() if line.startswith("Airflow log:")), None)
+            assert log_line, done.stdout + done.stderr
+            log = Path(log_line.split(":", 1)[1].strip()).read_text()
+            new = [p for p in warehouse.glob("runs/fleet-*") if p.name not in before]
+            assert len(new) == 1, f"{new}; stderr:\n{done.stderr[-5000:]}"
+            runs.append(Run(warehouse, done.returncode, _fleet_json(warehouse, new[0].name.rsplit("-", 1)[-1], log),
+                            log, webhook.posts[posted:], CollectingHandler.messages_of(inbox.envelopes[sent:]),
+                            done.stdout, done.stderr))
+    finally:
+        for sim in sims.values():
+            sim.close()
+        admin.stop()
+        admin.close()
+    yield SystemRun(warehouse, home, settings, after_first, master, worker_logs, runs, planted, history_plants,
+                    recreated, fixed, dropped, readiness_planted, readiness_inherent, secured_plant, files_scenario,
+                    files_dir)

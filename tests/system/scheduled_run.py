@@ -1,0 +1,204 @@
+"""The scheduler's run, shared by tests/system/test_scheduler.py and test_install.py: a real Airflow scheduler, DAG
+processor and API server on loopback schedule the hourly run of a two-cluster fleet (one dead) while the package as a
+user installs it (a wheel in a new venv, one copied DAG file) runs ``airflow dags test`` into the same warehouse;
+the test holds the warehouse's gate lock until both runs' gates wait for it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kafka_zk_audit.cli.runner import airflow_env, ensure_metadata_db
+from kafka_zk_audit.contract.lock import warehouse_lock
+from kafka_zk_audit.contract.warehouse import Warehouse
+from kafka_zk_audit_testing.airflow_services import AirflowServices
+from kafka_zk_audit_testing.receivers import webhook_receiver
+from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
+from kafka_zk_audit_testing.zk_server import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
+    proc = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
+    assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+@dataclass
+class Installed:
+    venv: Path
+    wheel: Path
+
+
+@pytest.fixture(scope="session")
+def installed(tmp_path_factory) -> Installed:
+    """A new venv with the wheel built from this checkout, installed as the README says."""
+    root = tmp_path_factory.mktemp("install")
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(root / "dist"), str(REPO)])
+    wheel = next((root / "dist").glob("kafka_zk_audit-*.whl"))
+    venv = root / "venv"
+    _run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", str(venv)])
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "-c", str(REPO / "constraints.txt")]
+    _run([*pip, str(wheel)], cwd=root)
+    _run([*pip, "--force-reinstall", "--no-deps", "pyspark"], cwd=root)  # README: pyspark-client shares pyspark/
+    return Installed(venv, wheel)
+
+
+DAG_ID = "kafka_zk_audit"
+CONSUMER = "react_to_kafka_zk_audit"
+SPEC = ClusterSpec(era="3.x", brokers=3, racks=1, topics=4, partitions=2, replication_factor=3, groups=1,
+                   consumers_per_group=1, threads_per_consumer=1, topics_per_group=1)
+RETRY_DELAY_S = 5
+WAIT_S = 900
+
+# A DAG of the user's, scheduled on the live cluster's Asset: it records the triggering event's extra.
+CONSUMER_DAG = '''
+import json
+import os
+
+from airflow.sdk import DAG, Asset, task
+
+LIVE = Asset(name="kafka_zk_audit.live", uri="kafka-zk-audit://live", group="kafka_zk_audit")
+
+with DAG(dag_id="{dag_id}", schedule=[LIVE], catchup=False):
+
+    @task
+    def record(triggering_asset_events=None):
+        # an event published through an alias is listed under the alias and under the asset: one entry per event
+        events = {{(event.asset.uri, str(event.timestamp)): {{"uri": event.asset.uri, "extra": dict(event.extra)}}
+                  for asset_events in triggering_asset_events.values() for event in asset_events}}
+        with open(os.environ["CONSUMER_OUTPUT"], "w") as out:
+            json.dump(list(events.values()), out)
+
+    record()
+'''
+
+
+@dataclass
+class Scheduled:
+    services: AirflowServices
+    started: datetime
+    warehouse: Path
+    run_id: str
+    posts: list[dict]
+    consumer_events: list[dict]
+    installed: Path  # the venv the wheel was installed into
+    installed_chroot: str
+    installed_returncode: int
+    installed_log: str
+    scheduled_gate_log: str
+
+
+def _gate_log(home: Path) -> str:
+    """The scheduled run's gate task log (its first attempt), '' until it exists."""
+    found = sorted(home.glob(f"logs/dag_id={DAG_ID}/run_id=scheduled__*/task_id=gate/attempt=1.log"))
+    return found[0].read_text(errors="replace") if found else ""
+
+
+def installed_env(installed: Path, tmp: Path, zk_hosts: str, chroot: str) -> dict[str, str]:
+    """The environment of the installed package's ``airflow``: its own home, a DAGs folder with a copy of the DAG
+    file, nothing of the checkout."""
+    python = installed / "bin" / "python"
+    home, dags = tmp / "installed-airflow", tmp / "installed-dags"
+    dags.mkdir(parents=True)
+    shutil.copy(REPO / "dags" / "kafka_zk_audit.py", dags / "kafka_zk_audit.py")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PYTHON", "KAFKA_ZK_AUDIT"))}
+    env.update({
+        "PATH": f"{installed / 'bin'}{os.pathsep}{env.get('PATH', '')}",
+        "VIRTUAL_ENV": str(installed),
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "GX_ANALYTICS_ENABLED": "false",
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": str(python),
+        "PYSPARK_DRIVER_PYTHON": str(python),
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[*]"}),
+        "AIRFLOW_CONN_ZOOKEEPER_DEFAULT": json.dumps(
+            {"conn_type": "zookeeper", "host": zk_hosts, "extra": {"chroot": chroot}}),
+    })
+    return env
+
+
+@pytest.fixture(scope="session")
+def scheduled(zk_server, installed: Installed, tmp_path_factory) -> Iterator[Scheduled]:
+    tmp = tmp_path_factory.mktemp("scheduler")
+    warehouse = tmp / "wh"
+    settings = tmp / "settings.yaml"
+    settings.write_text(yaml.safe_dump({
+        # no schedule key: the packaged default (hourly) is what is proven
+        "clusters": [{"name": "live", "zk_conn_id": "zk_live"}, {"name": "dead", "zk_conn_id": "zk_dead"}],
+        "fleet": {"task_retries": 1, "retry_delay": f"{RETRY_DELAY_S}s"},
+        "alerts": {"webhook_conn_id": "hook"},
+    }, sort_keys=False))
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    env = airflow_env(airflow_home=tmp / "airflow", base=clean)
+    consumer_output = tmp / "consumer.json"
+    (Path(env["AIRFLOW__CORE__DAGS_FOLDER"]) / f"{CONSUMER}.py").write_text(CONSUMER_DAG.format(dag_id=CONSUMER))
+    env.update({"KAFKA_ZK_AUDIT_CONFIG": str(settings), "KAFKA_ZK_AUDIT_WAREHOUSE": str(warehouse),
+                "CONSUMER_OUTPUT": str(consumer_output)})
+    env["AIRFLOW_CONN_ZK_LIVE"] = json.dumps({"conn_type": "zookeeper", "host": zk_server.hosts,
+                                              "extra": {"chroot": "/sched_live"}})
+    env["AIRFLOW_CONN_ZK_DEAD"] = json.dumps({"conn_type": "zookeeper", "host": f"127.0.0.1:{free_port()}",
+                                              "extra": {"timeout": 3}})
+    ensure_metadata_db(env)
+
+    zk_server.ensure_chroot("/sched_live")
+    sim = Simulator(hosts=f"{zk_server.hosts}/sched_live")  # holds the brokers' and controller's sessions
+    sim.write(SPEC)
+
+    other_env = installed_env(installed.venv, tmp, zk_server.hosts, "/sched_live")
+    airflow = str(installed.venv / "bin" / "airflow")
+    subprocess.run([airflow, "db", "migrate"], env=other_env, cwd=tmp, capture_output=True, check=True)
+    other_log_path = tmp / "installed.log"
+    with webhook_receiver() as webhook:
+        env["AIRFLOW_CONN_HOOK"] = json.dumps({"conn_type": "http", "host": webhook.url("/hook/fleet")})
+        services = AirflowServices(env)
+        started = datetime.now(UTC)
+        gate_lock = warehouse_lock(Warehouse(str(warehouse)), "gate")
+        gate_lock.__enter__()  # both runs' gates will have to wait for it
+        released = False
+        try:
+            services.start()
+            with open(other_log_path, "w") as other_log:
+                conf = {"warehouse": str(warehouse), "run_label": "installed"}
+                other = subprocess.Popen([airflow, "dags", "test", "kafka_zk_audit", "-c", json.dumps(conf)],
+                                         env=other_env, cwd=tmp, stdout=other_log, stderr=subprocess.STDOUT)
+                try:
+                    services.wait_for(
+                        lambda: "waiting for the gate lock" in _gate_log(services.home)
+                        and "waiting for the gate lock" in other_log_path.read_text(errors="replace")
+                        or other.poll() is not None,
+                        WAIT_S, "both runs' gates to wait for the warehouse's gate lock", poll_s=2)
+                finally:
+                    gate_lock.__exit__(None, None, None)
+                    released = True
+                other_returncode = other.wait(timeout=WAIT_S)
+            run = services.wait_for(
+                lambda: services.query("select run_id, state from dag_run where dag_id = ? and run_type = 'scheduled'"
+                                       " and state in ('success', 'failed') order by id limit 1", DAG_ID),
+                WAIT_S, "the scheduled run to end", poll_s=2)[0]
+            services.wait_for(lambda: consumer_output.exists(), 180, "the Asset-triggered DAG's task")
+            consumer_events = json.loads(consumer_output.read_text())
+            posts = list(webhook.posts)
+        finally:
+            if not released:
+                gate_lock.__exit__(None, None, None)
+            services.stop()
+            sim.close()
+    yield Scheduled(services, started, warehouse, run["run_id"], posts, consumer_events, installed.venv, "/sched_live",
+                    other_returncode,
+                    other_log_path.read_text(errors="replace"), _gate_log(services.home))
+
+
