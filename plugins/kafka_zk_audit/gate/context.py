@@ -47,6 +47,12 @@ def local_context_root(warehouse: Warehouse) -> tuple[Path, bool]:
     return Path(warehouse.root.removeprefix("file://")) / "gx", False
 
 
+def _site_folder(context: Any, name: str) -> str | None:
+    """The folder a Data Docs site of the context writes to (None when it is not a local folder)."""
+    site = (context.variables.data_docs_sites or {}).get(name) or {}
+    return (site.get("store_backend") or {}).get("base_directory")
+
+
 def file_data_context(warehouse: Warehouse) -> Iterator[Any]:
     """Yield a File Data Context whose Data Docs site is ``<warehouse>/data_docs``.
 
@@ -72,7 +78,9 @@ def file_data_context(warehouse: Warehouse) -> Iterator[Any]:
         "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(docs_dir)},
     }
     for name in list(context.get_site_names()):
-        if name != DOCS_SITE:
+        # another site, or ours with another folder (a warehouse copied or moved: its context still names the old
+        # place, where the pages would go)
+        if name != DOCS_SITE or _site_folder(context, name) != str(docs_dir):
             context.delete_data_docs_site(name)
     if DOCS_SITE not in context.get_site_names():
         context.add_data_docs_site(DOCS_SITE, site_config)

@@ -583,59 +583,77 @@ def take_snapshot(zk_hosts: str, chroot: str, warehouse: Warehouse, snapshot_id:
         client.close()
 
 
-@contextmanager
-def normalized_snapshot(spark: SparkSession, zk_hosts: str, chroot: str, warehouse: Warehouse,
-                        snapshot_id: str) -> Iterator[tuple[dict[str, DataFrame], int]]:
-    """Snapshot ``chroot`` into ``warehouse`` and normalize it: the tables (with their snapshot_id column, as
-    read back from the warehouse) and the snapshot's start in epoch ms. Each table is a lazy local
-    checkpoint: computed once, when a check first needs it, and planned from there (as the audit job
-    plans its checks from the written tables)."""
-    manifest = take_snapshot(zk_hosts, chroot, warehouse, snapshot_id)
-    tables = normalize(read_snapshots(spark, warehouse, [snapshot_id]))
+def baselines_of(tables: dict[str, DataFrame], rekey: dict[str, str]) -> dict[str, DataFrame]:
+    """Keyed tables of several snapshots as the baselines of others (``rekey``: baseline id -> snapshot id)."""
+    snapshot_of = F.create_map(*[F.lit(value) for pair in rekey.items() for value in pair])
+    return {name: frame.withColumn(BASELINE_ID, F.col(KEY)).withColumn(KEY, snapshot_of[F.col(KEY)])
+            for name, frame in tables.items()}
+
+
+@pytest.fixture(scope="module")
+def every_era(small_data_spark: SparkSession, zk_server, tmp_path_factory) -> dict[str, dict[str, Any]]:
+    """A clean cluster of every era, each in a chroot of its own: the simulator writes it (with __consumer_offsets,
+    topic config overrides, old consumer groups), it is snapshotted, time passes (a controller failover, leader
+    elections, offsets committed) and it is snapshotted again. Every check then runs once over the nine second
+    snapshots together, each with its own first as baseline, and readiness at 3.9: per era, what was found, the
+    readiness rows, and the readiness rows the era's clusters carry (the oracle: the readiness note's levels)."""
+    from kafka_zk_audit.audit.checks.readiness import run_readiness
+    from kafka_zk_audit.contract.warehouse import read_manifest
+    from kafka_zk_audit_testing.simulator.readiness_plants import inherent_readiness
+    from tests.audit.test_readiness import expected_rows
+
+    spark, warehouse = small_data_spark, Warehouse(str(tmp_path_factory.mktemp("eras") / "wh"))
+    chroots = {era: "/eras_" + era.replace(".", "_") for era in ERAS}
+    first = {era: f"20260101T000000Z-{chroots[era][6:]}" for era in ERAS}
+    second = {era: f"20260101T010000Z-{chroots[era][6:]}" for era in ERAS}
+    sims: dict[str, Simulator] = {}
+    started: dict[str, int] = {}
     try:
-        yield (
-            {name: table.coalesce(1).localCheckpoint(eager=False) for name, table in tables.items()},
-            int(datetime.fromisoformat(manifest["started_at"]).timestamp() * 1000),
-        )
+        for era, chroot in chroots.items():
+            zk_server.ensure_chroot(chroot)
+            sims[era] = Simulator(hosts=zk_server.hosts + chroot)
+            sims[era].write(ClusterSpec(era=era, brokers=3, racks=2, topics=4, partitions=3, replication_factor=2,
+                                        groups=2, consumers_per_group=2, threads_per_consumer=2, internal_topics=True,
+                                        seed=11))
+            take_snapshot(zk_server.hosts, chroot, warehouse, first[era])
+        for era, sim in sims.items():
+            sim.advance()
+            manifest = take_snapshot(zk_server.hosts, chroots[era], warehouse, second[era])
+            started[era] = int(datetime.fromisoformat(manifest["started_at"]).timestamp() * 1000)
+        expected = {era: expected_rows(inherent_readiness(sim), "3.9") for era, sim in sims.items()}
     finally:
-        tables.release()
+        for sim in sims.values():
+            sim.close()
+    before = normalize(read_snapshots(spark, warehouse, list(first.values())))
+    now = normalize(read_snapshots(spark, warehouse, list(second.values())))
+    try:
+        tables = {name: table.coalesce(1).localCheckpoint(eager=False) for name, table in now.items()}
+        earlier = {name: table.coalesce(1).localCheckpoint(eager=False) for name, table in before.items()}
+        baseline = baselines_of(earlier, {first[era]: second[era] for era in ERAS})
+        params = snapshot_params(spark, {second[era]: (load_config(None), started[era]) for era in ERAS})
+        found = run_checks(tables, baseline, params).select(KEY, *CHECK_OUTPUT.names).collect()
+        targets = {second[era]: (read_manifest(warehouse, second[era]), "3.9") for era in ERAS}
+        readiness = run_readiness(tables, read_snapshots(spark, warehouse, list(second.values())), targets).collect()
+    finally:
+        now.release()
+        before.release()
+    era_of = {sid: era for era, sid in second.items()}
+    out: dict[str, dict[str, Any]] = {era: {"found": [], "readiness": [], "expected": expected[era]} for era in ERAS}
+    for row in found:
+        out[era_of[row[KEY]]]["found"].append(row.asDict())
+    for row in readiness:
+        out[era_of[row[KEY]]]["readiness"].append(row.asDict())
+    return out
 
 
 @pytest.mark.zk
 @pytest.mark.parametrize("era", list(ERAS))
-def test_clean_cluster_of_every_era_has_no_finding_of_any_severity(
-    era: str, small_data_spark: SparkSession, zk_server, zk_chroot: str, tmp_path
-) -> None:
-    """Every check on a clean cluster of the era: the simulator writes it (with __consumer_offsets, topic
-    config overrides, old consumer groups), it is snapshotted, time passes (a controller failover, leader
-    elections, offsets committed) and it is snapshotted again; the checks run on the second snapshot
-    with the first as baseline."""
-    from kafka_zk_audit_testing.simulator.readiness_plants import inherent_readiness
-    from tests.audit.test_readiness import expected_rows, found_rows
+def test_clean_cluster_of_every_era_has_no_finding_of_any_severity(era: str, every_era) -> None:
+    """Every check on a clean cluster of the era, with its earlier snapshot as baseline: nothing at all (the nine
+    eras are audited together, as one keyed batch)."""
+    from tests.audit.test_readiness import found_rows
 
-    spark, warehouse = small_data_spark, Warehouse(str(tmp_path / "wh"))
-    with Simulator(hosts=zk_server.hosts + zk_chroot) as sim:
-        sim.write(ClusterSpec(era=era, brokers=3, racks=2, topics=4, partitions=3, replication_factor=2, groups=2,
-                              consumers_per_group=2, threads_per_consumer=2, internal_topics=True, seed=11))
-        with normalized_snapshot(spark, zk_server.hosts, zk_chroot, warehouse, "20260101T000000Z") as (before, _):
-            sim.advance()
-            with normalized_snapshot(spark, zk_server.hosts, zk_chroot, warehouse, "20260101T010000Z") as (now, ms):
-                params = params_of(spark, load_config(None), ms, "20260101T010000Z")
-                found = collect_by_label({era: run_checks(now, baseline_of(before, "20260101T010000Z"), params)})[era]
-                readiness = readiness_of(spark, now, warehouse, "20260101T010000Z", "3.9")
-            expected_readiness = expected_rows(inherent_readiness(sim), "3.9")
-    assert found == []
+    assert every_era[era]["found"] == []
     # Readiness is computed on every era without error: exactly what the era's clusters carry (an 0.8 cluster
     # cannot migrate before it is upgraded; a 3.x one only has information rows), never a finding.
-    assert found_rows(readiness) == expected_readiness
-
-
-def readiness_of(spark: SparkSession, tables: dict[str, DataFrame], warehouse: Warehouse, snapshot_id: str,
-                 target: str) -> list[dict[str, Any]]:
-    """The readiness rows of a snapshot at ``target``, from its normalized tables, raw rows and manifest."""
-    from kafka_zk_audit.audit.checks.readiness import run_readiness
-    from kafka_zk_audit.contract.warehouse import read_manifest
-
-    raw = read_snapshots(spark, warehouse, [snapshot_id])
-    rows = run_readiness(tables, raw, {snapshot_id: (read_manifest(warehouse, snapshot_id), target)}).collect()
-    return [row.asDict() for row in rows]
+    assert found_rows(every_era[era]["readiness"]) == every_era[era]["expected"]

@@ -18,9 +18,16 @@ from pyspark.sql.types import StructType
 from kafka_zk_audit.audit.checks import readiness as checks
 from kafka_zk_audit.audit.normalize import normalize
 from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, KEY, READINESS, SNAPSHOT, TABLES, keyed
-from tests.audit.checks.test_checks import SNAPSHOT_KEY
+from tests.audit.checks.test_checks import SNAPSHOT_KEY, small_data_settings
 
 pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _small_data(spark: SparkSession):
+    """The shared session tuned for tiny frames while the module runs (tests/audit/checks/test_checks.py)."""
+    with small_data_settings(spark):
+        yield
 
 TOPIC_ID = "sKbFfR5lQ3SSCvzDK7SNfg"
 
@@ -395,30 +402,30 @@ def clean_39_snapshot() -> list[dict[str, Any]]:
 
 
 def test_a_clean_39_cluster_is_ready_with_no_row_at_any_target(spark: SparkSession) -> None:
-    snapshot = frame(spark, SNAPSHOT, clean_39_snapshot())
+    """The same clean tree as four snapshots, each planned for another target, judged in one plan: no row."""
+    targets = {f"{SNAPSHOT_KEY}-{target}": target for target in ("3.4", "3.5.0", "3.6.1", "3.9")}
+    snapshot = frame(spark, SNAPSHOT, [{**row, KEY: sid} for sid in targets for row in clean_39_snapshot()])
     tables = normalize(snapshot, persist=False)
     acls = {"/brokers": ["world:anyone:cdrwa"], "/config": ["world:anyone:cdrwa"]}
-    for target in ("3.4", "3.5.0", "3.6.1", "3.9"):
-        rows = checks.run_readiness(tables, snapshot, {SNAPSHOT_KEY: ({"znode_acls": acls}, target)})
-        assert [(f.name, f.dataType) for f in rows.schema] == [(f.name, f.dataType) for f in keyed(READINESS)]
-        assert rows.collect() == [], target
-    assert [row.broker_id for row in checks.node_ids(tables).collect()] == [1, 2, 3]
+    rows = checks.run_readiness(tables, snapshot, {sid: ({"znode_acls": acls}, t) for sid, t in targets.items()})
+    assert [(f.name, f.dataType) for f in rows.schema] == [(f.name, f.dataType) for f in keyed(READINESS)]
+    assert rows.collect() == []
+    node_ids = sorted((row[KEY], row.broker_id) for row in checks.node_ids(tables).collect())
+    assert node_ids == sorted((sid, broker) for sid in targets for broker in (1, 2, 3))
 
 
 def test_run_readiness_levels_and_remedies_follow_the_target(spark: SparkSession) -> None:
     snapshot_rows = clean_39_snapshot()
     snapshot_rows.append(znode("/admin/delete_topics/orders"))
     snapshot_rows.append(znode("/config/users/alice", {"version": 1, "config": {"SCRAM-SHA-512": FINGERPRINT}}))
-    snapshot = frame(spark, SNAPSHOT, snapshot_rows)
+    targets = {f"{SNAPSHOT_KEY}-{target}": target for target in ("3.4", "3.9")}  # one plan for both targets
+    snapshot = frame(spark, SNAPSHOT, [{**row, KEY: sid} for sid in targets for row in snapshot_rows])
     tables = normalize(snapshot, persist=False)
-
-    def levels(target: str) -> dict[str, str]:
-        rows = checks.run_readiness(tables, snapshot, {SNAPSHOT_KEY: ({}, target)}).collect()
-        assert all(row.remedy and row.condition_id for row in rows)
-        return {row.check_id: row.level for row in rows}
-
-    assert levels("3.4") == {"kraft_pending_topic_deletion": "blocker", "kraft_scram_credentials": "blocker"}
-    assert levels("3.9") == {"kraft_pending_topic_deletion": "warn", "kraft_scram_credentials": "info"}
+    rows = checks.run_readiness(tables, snapshot, {sid: ({}, target) for sid, target in targets.items()}).collect()
+    assert all(row.remedy and row.condition_id for row in rows)
+    levels = {target: {row.check_id: row.level for row in rows if row[KEY] == sid} for sid, target in targets.items()}
+    assert levels["3.4"] == {"kraft_pending_topic_deletion": "blocker", "kraft_scram_credentials": "blocker"}
+    assert levels["3.9"] == {"kraft_pending_topic_deletion": "warn", "kraft_scram_credentials": "info"}
 
 
 # --- many snapshots in one plan -----------------------------------------------------------------------------
