@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit.checks.migration import migration_phase
 from kafka_zk_audit.audit.checks.readiness import node_ids, run_readiness
+from kafka_zk_audit.audit.job import read_snapshots
 from kafka_zk_audit.audit.normalize import normalize
 from kafka_zk_audit.contract.schemas import KEY, READINESS, SNAPSHOT
 from kafka_zk_audit.contract.warehouse import Warehouse
@@ -282,11 +283,6 @@ class Phase:
     now_ms: int
 
 
-def unkeyed(frame: DataFrame) -> list[dict[str, Any]]:
-    """A table's rows without their snapshot key (to rebuild them under one test key)."""
-    return [{name: value for name, value in row.asDict().items() if name != KEY} for row in frame.collect()]
-
-
 STEPS = ("waiting_for_brokers", "initial_load", "initial_load_restarted", "dual_write", "dual_write_back",
          "reverted")
 PHASE_OF_STEP = {"initial_load_restarted": "initial_load", "dual_write_back": "dual_write"}
@@ -301,7 +297,8 @@ def migration_phases(tuned_spark: SparkSession, zk_server: Any, tmp_path_factory
 
     warehouse = Warehouse(str(tmp_path_factory.mktemp("migration-wh")))
     chroot = new_chroot(zk_server, "migration")
-    results = {}
+    ids = {label: f"20260301T02000{index}Z" for index, label in enumerate(STEPS)}
+    manifests, expected = {}, {}
     with Simulator(hosts=zk_server.hosts + chroot) as sim:
         sim.write(ClusterSpec(era="3.x-migration", **SPEC))
         inherent = inherent_readiness(sim)
@@ -313,15 +310,30 @@ def migration_phases(tuned_spark: SparkSession, zk_server: Any, tmp_path_factory
             "dual_write_back": lambda: advance_dual_write(sim, 4_000),
             "reverted": lambda: reverted_migration(sim),
         }
-        for index, label in enumerate(STEPS):
+        for label in STEPS:
             leftover = steps[label]()
-            conditions = inherent + ([leftover] if leftover else [])
-            with snapshotted(tuned_spark, zk_server.hosts, chroot, warehouse, f"20260301T02000{index}Z") as audited:
-                phase = migration_phase(audited.first_row("migration"), audited.first_row("controller"))
-                now_ms = int(datetime.fromisoformat(audited.manifest["started_at"]).timestamp() * 1000)
-                results[label] = Phase(phase, found_rows(audited.readiness("3.9")), expected_rows(conditions, "3.9"),
-                                       unkeyed(audited.tables["migration"]), unkeyed(audited.tables["controller"]),
-                                       now_ms)
+            expected[label] = expected_rows(inherent + ([leftover] if leftover else []), "3.9")
+            manifests[label] = take_snapshot(zk_server.hosts, chroot, warehouse, ids[label])
+    # the six snapshots as one keyed batch: one normalization, one readiness plan
+    raw = read_snapshots(tuned_spark, warehouse, list(ids.values())).localCheckpoint()
+    tables = normalize(raw)
+    try:
+        readiness = run_readiness(tables, raw, {ids[label]: (manifests[label], "3.9") for label in STEPS}).collect()
+        migration, controller = tables["migration"].collect(), tables["controller"].collect()
+    finally:
+        tables.release()
+
+    def of(rows: list[Any], label: str) -> list[dict[str, Any]]:
+        return [{k: v for k, v in row.asDict().items() if k != KEY} for row in rows if row[KEY] == ids[label]]
+
+    results = {}
+    for label in STEPS:
+        migration_rows, controller_rows = of(migration, label), of(controller, label)
+        phase = migration_phase(migration_rows[0] if migration_rows else None,
+                                controller_rows[0] if controller_rows else None)
+        now_ms = int(datetime.fromisoformat(manifests[label]["started_at"]).timestamp() * 1000)
+        results[label] = Phase(phase, found_rows(of(readiness, label)), expected[label], migration_rows,
+                               controller_rows, now_ms)
     return results
 
 
