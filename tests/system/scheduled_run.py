@@ -29,7 +29,14 @@ from kafka_zk_audit_testing.zk_server import free_port
 REPO = Path(__file__).resolve().parents[2]
 
 
+def outside_env() -> dict[str, str]:
+    """This process's environment without what would put the checkout on the installed side (PYTHONPATH & co,
+    Airflow's and the project's settings)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PYTHON", "KAFKA_ZK_AUDIT"))}
+
+
 def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
+    kwargs.setdefault("env", outside_env())
     proc = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc
@@ -113,7 +120,7 @@ def installed_env(installed: Path, tmp: Path, zk_hosts: str, chroot: str) -> dic
     home, dags = tmp / "installed-airflow", tmp / "installed-dags"
     dags.mkdir(parents=True)
     shutil.copy(REPO / "dags" / "kafka_zk_audit.py", dags / "kafka_zk_audit.py")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PYTHON", "KAFKA_ZK_AUDIT"))}
+    env = outside_env()
     env.update({
         "PATH": f"{installed / 'bin'}{os.pathsep}{env.get('PATH', '')}",
         "VIRTUAL_ENV": str(installed),
