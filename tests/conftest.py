@@ -57,7 +57,9 @@ def spark():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python workers (mapInArrow) import the package
     from kafka_zk_audit.audit.session import get_spark
 
-    session = get_spark("kafka-zk-audit-tests", master="local[2]", shuffle_partitions=2)
+    # one session hosts every in-process Spark test of the worker, with what their modules keep cached: more room
+    # than the default 1 GB driver (a batch audit late in the run once found no memory left for an aggregation)
+    session = get_spark("kafka-zk-audit-tests", master="local[2]", shuffle_partitions=2, driver_memory="2g")
     yield session
     session.stop()
     # py4j closes its last connections when the interpreter exits, after pytest closed the stream its INFO line

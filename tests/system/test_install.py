@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.system.scheduled_run import REPO, Installed, Scheduled
+from tests.system.scheduled_run import REPO, Installed, Scheduled, outside_env
 
 pytestmark = [pytest.mark.dag, pytest.mark.zk]
 
@@ -36,7 +36,7 @@ def test_installed_package_runs_the_whole_dag_from_one_copied_dag_file(installed
     python = installed.venv / "bin" / "python"
     where = subprocess.run([str(python), "-c", "import importlib.util as u, kafka_zk_audit; "
                             "print(kafka_zk_audit.__file__); print(u.find_spec('kafka_zk_audit_testing'))"],
-                           cwd=tmp_path, capture_output=True, text=True, check=True).stdout.split()
+                           cwd=tmp_path, env=outside_env(), capture_output=True, text=True, check=True).stdout.split()
     assert str(installed.venv) in where[0] and where[1] == "None", where
 
     log = scheduled.installed_log

@@ -58,8 +58,10 @@ def submitted_master() -> str | None:
     return SparkConf().get("spark.master", None)
 
 
-def get_spark(app_name: str, master: str | None = None, shuffle_partitions: int = 8) -> SparkSession:
-    """A SparkSession; under spark-submit the master comes from spark-submit (the Spark connection)."""
+def get_spark(app_name: str, master: str | None = None, shuffle_partitions: int = 8,
+              driver_memory: str | None = None) -> SparkSession:
+    """A SparkSession; under spark-submit the master comes from spark-submit (the Spark connection).
+    ``driver_memory`` (e.g. ``2g``) applies when this call starts the JVM (spark-submit sets its own)."""
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
@@ -72,6 +74,8 @@ def get_spark(app_name: str, master: str | None = None, shuffle_partitions: int 
     builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
     if SparkContext._active_spark_context is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
         builder = builder.config("spark.driver.extraJavaOptions", DRIVER_JAVA_OPTIONS)  # this session starts the JVM
+        if driver_memory:
+            builder = builder.config("spark.driver.memory", driver_memory)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
