@@ -106,3 +106,29 @@ def test_a_dead_cluster_of_a_command_line_fleet_is_audited_with_the_others(zk_se
     assert f"cluster dead: cannot reach ZooKeeper at {dead}" in capsys.readouterr().err
     malformed = argparse.Namespace(zk=[f"live={zk_server.hosts}", "dead=nohostport"], conn_id=[], from_files=None)
     assert _targets(malformed, {})[1] == "--zk must be [NAME=]HOST:PORT[,HOST:PORT...][/chroot], not 'nohostport'"
+
+
+def test_the_command_lines_clusters_replace_those_of_the_settings_file(tmp_path, monkeypatch):
+    """``run --config FILE --zk a=… --zk b=…``: the run's settings are the file's, with the command line's clusters
+    (and their connections, digest auth from $KAFKA_ZK_AUDIT_ZK_AUTH) instead of the file's."""
+    import json
+
+    import yaml
+
+    from kafka_zk_audit.cli.main import _run_settings, _zookeeper_connection
+    from kafka_zk_audit.cli.runner import airflow_env
+
+    monkeypatch.setenv("KAFKA_ZK_AUDIT_ZK_AUTH", "digest:kafka:pw-from-env")
+    connections: dict = {}
+    assert _zookeeper_connection("127.0.0.1:2181,127.0.0.1:2182/kafka", "cli_a", connections, reachable=False) is None
+    assert connections["cli_a"] == {"conn_type": "zookeeper", "host": "127.0.0.1:2181,127.0.0.1:2182",
+                                    "extra": {"chroot": "/kafka", "auth": "digest:kafka:pw-from-env"}}
+    settings = tmp_path / "mine.yaml"
+    settings.write_text("clusters:\n  - {name: old, zk_conn_id: zk_old}\nretention: {keep_snapshots: 3}\n")
+    path = _run_settings(str(settings), [{"name": "a", "zk_conn_id": "cli_a"}], tmp_path / "run", "run0001")
+    assert path == str(tmp_path / "run" / "kafka-zk-audit-run0001.yaml")
+    assert yaml.safe_load(Path(path).read_text()) == {
+        "clusters": [{"name": "a", "zk_conn_id": "cli_a"}], "retention": {"keep_snapshots": 3}}
+    assert _run_settings(str(settings), [], tmp_path / "run", "run0002") == str(settings.resolve())
+    env = airflow_env(airflow_home=tmp_path / "home", connections=connections, base={})
+    assert json.loads(env["AIRFLOW_CONN_CLI_A"])["extra"]["auth"] == "digest:kafka:pw-from-env"

@@ -22,7 +22,7 @@ secured    digest-auth ACLs, read with the connection's login; its controller is
 Run 1 is ``airflow dags test`` with the Spark connection pointing at a standalone master with two workers on
 loopback (moving off ``local[*]`` is a change of connection); the warehouse is copied right after it so its audit can
 be compared with an in-process ``local`` audit of the same snapshots. Run 2 is an operator's
-``kafka-zk-audit run --config`` on ``local[*]`` into the same Airflow home and warehouse: it has run 1 as baseline,
+``kafka-zk-audit run -v --config`` on ``local[*]`` into the same Airflow home and warehouse: it has run 1 as baseline,
 exits 3 for the dead cluster and prints every summary; retention then prunes run 1's raw snapshots.
 """
 
@@ -282,7 +282,7 @@ def system(zk_server, history_files, tmp_path_factory) -> Iterator[SystemRun]:
             posted, sent = len(webhook.posts), len(inbox.envelopes)
             before = {p.name for p in warehouse.glob("runs/fleet-*")}
             cli = str(Path(sys.executable).parent / "kafka-zk-audit")
-            done = subprocess.run([cli, "run", "--config", str(settings), "--warehouse", str(warehouse)],
+            done = subprocess.run([cli, "run", "-v", "--config", str(settings), "--warehouse", str(warehouse)],
                                   env=env, capture_output=True, text=True, timeout=1800)
             log_line = next((line for line in done.stderr.splitlines() if line.startswith("Airflow log:")), None)
             assert log_line, done.stdout + done.stderr

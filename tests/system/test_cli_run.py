@@ -21,6 +21,7 @@ def test_exit_3_names_the_failed_task_its_error_and_the_log(system: SystemRun):
     log_path = Path(log_line.split(":", 1)[1].strip())
     assert f"the task's log is in {log_path}" in second.stderr and log_path.exists()
     assert f"  {DEAD}: NOT AUDITED" in second.stdout
+    assert "[DAG TEST] starting task_id=snapshot" in second.stderr  # -v streams the run's log as it goes
 
 
 def test_run_prints_every_summary_and_the_fleet(system: SystemRun):
