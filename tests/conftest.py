@@ -120,15 +120,15 @@ def zookeeper_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return data_dir
 
 
-# Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``), the tests that assert on one shared whole-DAG run
-# go to the same worker, so each run is made once; the other tests spread over the workers. They are all marked
-# ``dag``.
+# Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``) each test goes where its group goes: the tests
+# that assert on one shared whole-DAG run together (so each run is made once), every other test with its module (so a
+# module's fixtures are built once, as with ``--dist loadscope``). The tests of a shared run are all marked ``dag``.
 SHARED_RUNS = {"system": "system-run", "scheduled": "scheduler-run", "installed": "scheduler-run"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        groups = {SHARED_RUNS[name] for name in getattr(item, "fixturenames", ()) if name in SHARED_RUNS}
-        if groups:
-            item.add_marker(pytest.mark.xdist_group(sorted(groups)[0]))
+        shared = sorted({SHARED_RUNS[name] for name in getattr(item, "fixturenames", ()) if name in SHARED_RUNS})
+        if shared:
             item.add_marker(pytest.mark.dag)  # `make unit` (-m "not dag") leaves them out
+        item.add_marker(pytest.mark.xdist_group(shared[0] if shared else item.nodeid.split("::", 1)[0]))
