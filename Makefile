@@ -13,9 +13,9 @@ setup:
 demo: setup
 	@bash scripts/demo.sh
 
-# two pytest-xdist workers (one per core); the tests of each shared whole-DAG run stay on one worker (loadgroup,
-# tests/conftest.py). PYTEST_ARGS adds options, e.g. PYTEST_ARGS="-k fleet" or PYTEST_XDIST="-n 0" for one process.
-PYTEST_XDIST ?= -n 2 --dist loadgroup
+# two pytest-xdist workers (one per core), fed module by module, the modules of each shared whole-DAG run together
+# (tests/conftest.py). PYTEST_ARGS adds options, e.g. PYTEST_ARGS="-k fleet"; PYTEST_XDIST="-n 0": one process.
+PYTEST_XDIST ?= -n 2
 
 # the Data Docs test opens the site in Debian's headless Chromium: install it with the rest
 test: export KAFKA_ZK_AUDIT_WITH_CHROMIUM := 1

@@ -120,15 +120,43 @@ def zookeeper_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return data_dir
 
 
-# Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``) each test goes where its group goes: the tests
-# that assert on one shared whole-DAG run together (so each run is made once), every other test with its module (so a
-# module's fixtures are built once, as with ``--dist loadscope``). The tests of a shared run are all marked ``dag``.
+# Under pytest-xdist (``make test`` runs ``-n 2``) the tests are sent to the workers module by module, so a module's
+# fixtures are built once (as with ``--dist loadscope``), and the modules that assert on one shared whole-DAG run go
+# together, so each run is made once. (``--dist loadgroup`` would do it with marks, but pytest-xdist 3.8 cannot set
+# the group on pytest 9's node ids.) The tests of a shared run are all marked ``dag``.
 SHARED_RUNS = {"system": "system-run", "scheduled": "scheduler-run", "installed": "scheduler-run"}
+SHARED_RUN_MODULES = {
+    "tests/airflow/test_audit_gate_operator.py": "system-run",
+    "tests/system/test_cli_run.py": "system-run",
+    "tests/system/test_dag_e2e.py": "system-run",
+    "tests/system/test_files_dag.py": "system-run",
+    "tests/system/test_fleet.py": "system-run",
+    "tests/system/test_readiness_dag.py": "system-run",
+    "tests/system/test_standalone.py": "system-run",
+    "tests/system/test_install.py": "scheduler-run",
+    "tests/system/test_scheduler.py": "scheduler-run",
+}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         shared = sorted({SHARED_RUNS[name] for name in getattr(item, "fixturenames", ()) if name in SHARED_RUNS})
-        if shared:
-            item.add_marker(pytest.mark.dag)  # `make unit` (-m "not dag") leaves them out
-        item.add_marker(pytest.mark.xdist_group(shared[0] if shared else item.nodeid.split("::", 1)[0]))
+        if not shared:
+            continue
+        item.add_marker(pytest.mark.dag)  # `make unit` (-m "not dag") leaves them out
+        module = item.nodeid.split("::", 1)[0]
+        if SHARED_RUN_MODULES.get(module) != shared[0]:
+            raise pytest.UsageError(f"{module} asserts on the shared {shared[0]}: add it to SHARED_RUN_MODULES in "
+                                    "tests/conftest.py, so that pytest-xdist sends it where that run is made")
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Modules (and the shared runs' modules together) as the units of work of the xdist workers."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleOrSharedRunScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return SHARED_RUN_MODULES.get(module, module)
+
+    return ModuleOrSharedRunScheduling(config, log)
