@@ -139,6 +139,9 @@ SHARED_RUN_MODULES = {
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # the shared runs' modules first, so that each xdist worker starts with one of the two long runs
+    order = {name: rank for rank, name in enumerate(dict.fromkeys(SHARED_RUN_MODULES.values()))}
+    items.sort(key=lambda item: order.get(SHARED_RUN_MODULES.get(item.nodeid.split("::", 1)[0], ""), len(order)))
     for item in items:
         shared = sorted({SHARED_RUNS[name] for name in getattr(item, "fixturenames", ()) if name in SHARED_RUNS})
         if not shared:
@@ -153,6 +156,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Modules (and the shared runs' modules together) as the units of work of the xdist workers."""
     from xdist.scheduler import LoadScopeScheduling
+
+    config.option.loadscopereorder = False  # the collection's order: the shared runs first, one per worker
 
     class ModuleOrSharedRunScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
