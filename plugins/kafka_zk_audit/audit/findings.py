@@ -174,4 +174,5 @@ def _frame(spark: Any, rows: Any) -> DataFrame:
     """Arrow rows of the FINDINGS shape as a DataFrame with exactly the FINDINGS schema."""
     if rows.num_rows == 0:
         return spark.createDataFrame([], FINDINGS)
-    return spark.createDataFrame(rows, FINDINGS)
+    # one chunk: Spark stops reading an Arrow stream at its first empty batch, and a filtered table has empty chunks
+    return spark.createDataFrame(rows.combine_chunks(), FINDINGS)

@@ -19,6 +19,7 @@ import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -30,7 +31,17 @@ from kafka_zk_audit.audit.checks import run_checks
 from kafka_zk_audit.audit.checks.common import BASELINE_ID
 from kafka_zk_audit.audit.drift import DRIFT_TABLE, drift_rows
 from kafka_zk_audit.audit.findings import finalize_findings
-from kafka_zk_audit.audit.keyed_io import read_keyed, write_all_at_once, write_arrow, write_keyed, write_rows
+from kafka_zk_audit.audit.keyed_io import (
+    collect_all_at_once,
+    local_keyed,
+    read_keyed,
+    read_keyed_local,
+    write_all_at_once,
+    write_arrow,
+    write_collected,
+    write_keyed,
+    write_rows,
+)
 from kafka_zk_audit.audit.normalize import normalize
 from kafka_zk_audit.audit.readiness import SnapshotReadiness, audit_readiness, write_audit_migration
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
@@ -95,9 +106,11 @@ def read_snapshots(spark: SparkSession, warehouse: Warehouse, snapshot_ids: Sequ
 
 
 def read_tables(spark: SparkSession, warehouse: Warehouse, names: Sequence[str],
-                snapshot_ids: Sequence[str]) -> dict[str, DataFrame]:
-    """Normalized tables of the snapshots, as written (keyed, with their contract schemas)."""
-    return {name: read_keyed(spark, warehouse.table_dir(name), snapshot_ids, TABLES[name]) for name in names}
+                snapshot_ids: Sequence[str], local: bool = False) -> dict[str, DataFrame]:
+    """Normalized tables of the snapshots, as written (keyed, with their contract schemas); ``local``: read on the
+    driver into local relations (a small batch)."""
+    read = partial(read_keyed_local, spark, warehouse) if local else partial(read_keyed, spark)
+    return {name: read(warehouse.table_dir(name), snapshot_ids, TABLES[name]) for name in names}
 
 
 def plan_batch(warehouse: Warehouse, snapshot_ids: Sequence[str], config_path: str | None) -> Batch:
@@ -122,11 +135,13 @@ def _rekeyed(frame: DataFrame, batch: Batch) -> DataFrame:
                         F.col(KEY).alias(BASELINE_ID)).withColumnRenamed("_of", KEY).select(KEY, *rest, BASELINE_ID)
 
 
-def load_baselines(spark: SparkSession, store: Warehouse, batch: Batch,
-                   tables: Mapping[str, DataFrame]) -> tuple[dict[str, DataFrame] | None, DataFrame | None]:
+def load_baselines(spark: SparkSession, store: Warehouse, batch: Batch, tables: Mapping[str, DataFrame],
+                   local: bool = False) -> tuple[dict[str, DataFrame] | None, DataFrame | None]:
     """The history tables of every snapshot's baseline (from the batch's own tables, or stored), keyed by the
     snapshot they are the baseline of; and the stored baselines' findings with their suppressed history, keyed
-    the same way. (None, None) when no snapshot has a baseline."""
+    the same way. (None, None) when no snapshot has a baseline. ``local``: stored files are read on the driver
+    into local relations (a small batch)."""
+    read = partial(read_keyed_local, spark, store) if local else partial(read_keyed, spark)
     pairs = [(s.snapshot_id, s.baseline_id) for s in batch.snapshots if s.baseline_id]
     if not pairs:
         return None, None
@@ -139,17 +154,16 @@ def load_baselines(spark: SparkSession, store: Warehouse, batch: Batch,
         if inside:
             parts.append(tables[name].where(F.col(KEY).isin(inside)))
         if stored:
-            parts.append(read_keyed(spark, store.table_dir(name), stored, TABLES[name]))
+            parts.append(read(store.table_dir(name), stored, TABLES[name]))
         union = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
         previous[name] = _rekeyed(union, batch)
     findings = None
     if stored:
-        findings = read_keyed(spark, store.findings_dir(), stored, FINDINGS)
+        findings = read(store.findings_dir(), stored, FINDINGS)
         with_suppressed = [sid for sid in stored
                            if store.exists(f"{store.table_dir(SUPPRESSED_HISTORY, sid)}/_SUCCESS")]
         if with_suppressed:
-            findings = findings.unionByName(read_keyed(spark, store.table_dir(SUPPRESSED_HISTORY), with_suppressed,
-                                                       FINDINGS))
+            findings = findings.unionByName(read(store.table_dir(SUPPRESSED_HISTORY), with_suppressed, FINDINGS))
         findings = _rekeyed(findings, batch).drop(BASELINE_ID)
     return previous, findings
 
@@ -204,18 +218,24 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
     with clock.phase("read+normalize+write"):
         clusters = {"cluster": {s.snapshot_id: s.cluster for s in batch.snapshots}}
         if small:  # one job for every table: the rows fit the driver
-            row_counts = write_all_at_once(tables, out, {name: out.table_dir(name) for name in tables}, ids, clusters)
+            collected = collect_all_at_once(tables)
+            row_counts = write_collected(collected, out, {name: out.table_dir(name) for name in tables}, ids,
+                                         clusters)
         else:
             for name, df in tables.items():
                 write_keyed(_with_cluster(df, batch), out, out.table_dir(name), ids)
     with clock.phase("reread+count"):
-        # The checks read the written tables back: their plans start at a few Parquet files instead of
-        # the whole normalizer lineage, which makes planning and running them several times faster.
+        # The checks start from the tables as written, not from the whole normalizer lineage, which makes planning
+        # and running them several times faster: a small batch's rows, which the driver collected to write them, as
+        # local relations (no file to scan, and the branches that read an empty table are pruned from the plan:
+        # about 3.5 times faster again); a large batch's tables read back from their Parquet files.
         tables.release()
-        tables = read_tables(spark, out, list(TABLES), ids)
-        if not small:
+        if small:
+            tables = {name: local_keyed(spark, collected[name], TABLES[name]) for name in TABLES}
+        else:
+            tables = read_tables(spark, out, list(TABLES), ids)
             row_counts = {sid: {name: parquet_rows(out, out.table_dir(name, sid)) for name in TABLES} for sid in ids}
-        previous_tables, previous_findings = load_baselines(spark, out, batch, tables)
+        previous_tables, previous_findings = load_baselines(spark, out, batch, tables, local=small)
     if for_gate:
         with clock.phase("drift"):
             drift = drift_rows(tables, batch, row_counts)

@@ -113,6 +113,12 @@ def write_all_at_once(frames: Mapping[str, DataFrame], warehouse: Warehouse, roo
     ``roots[name]/snapshot_id=<id>/part-00000.parquet`` (the key out of the files, as a partitioned write leaves
     it; ``extra``: column -> {snapshot id -> value} appended to every file, e.g. the cluster). For a batch whose
     rows fit the driver: one job instead of one per table. Returns the rows written, by snapshot and frame."""
+    return write_collected(collect_all_at_once(frames), warehouse, roots, snapshot_ids, extra)
+
+
+def collect_all_at_once(frames: Mapping[str, DataFrame]) -> dict[str, Any]:
+    """Several small keyed frames collected in ONE Spark job: name -> Arrow table of the frame's columns, the key
+    last (every column nullable, as the Parquet files have them)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     from pyspark.sql import functions as F
@@ -128,15 +134,28 @@ def write_all_at_once(frames: Mapping[str, DataFrame], warehouse: Warehouse, roo
     for part in parts[1:]:
         union = union.unionByName(part, allowMissingColumns=True)
     rows = union.toArrow()
-    extra = extra or {}
-    counts: dict[str, dict[str, int]] = {sid: {} for sid in snapshot_ids}
+    collected = {}
     for index, name in enumerate(frames):
         file_fields = [StructField(f.name, f.dataType, True) for f in frames[name].schema.fields if f.name != KEY]
         schema = to_arrow_schema(StructType(file_fields))
         mine = rows.filter(pc.equal(rows["_table"], name))
         column = mine[f"_{index}"].combine_chunks()
         table = (pa.Table.from_struct_array(column).cast(schema) if len(column) else schema.empty_table())
-        table = table.append_column(KEY, mine[KEY].combine_chunks().cast(pa.string()))
+        collected[name] = table.append_column(KEY, mine[KEY].combine_chunks().cast(pa.string()))
+    return collected
+
+
+def write_collected(tables: Mapping[str, Any], warehouse: Warehouse, roots: Mapping[str, str],
+                    snapshot_ids: Sequence[str], extra: Mapping[str, Mapping[str, Any]] | None = None,
+                    ) -> dict[str, dict[str, int]]:
+    """Keyed Arrow tables (``collect_all_at_once``) written as ``write_all_at_once`` writes them; returns the rows
+    written, by snapshot and table."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    extra = extra or {}
+    counts: dict[str, dict[str, int]] = {sid: {} for sid in snapshot_ids}
+    for name, table in tables.items():
         for extra_name, values in extra.items():
             keys = list(values)
             positions = pc.index_in(table[KEY], value_set=pa.array(keys, pa.string()))
@@ -148,6 +167,57 @@ def write_all_at_once(frames: Mapping[str, DataFrame], warehouse: Warehouse, roo
         for sid in snapshot_ids:
             counts[sid].setdefault(name, 0)
     return counts
+
+
+def as_nullable(data_type: Any) -> Any:
+    """The Spark type with every field, element and value nullable, as Spark reads a Parquet file with it."""
+    from pyspark.sql.types import ArrayType, MapType
+
+    if isinstance(data_type, StructType):
+        return StructType([StructField(f.name, as_nullable(f.dataType), True, f.metadata) for f in data_type.fields])
+    if isinstance(data_type, ArrayType):
+        return ArrayType(as_nullable(data_type.elementType), True)
+    if isinstance(data_type, MapType):
+        return MapType(as_nullable(data_type.keyType), as_nullable(data_type.valueType), True)
+    return data_type
+
+
+def local_keyed(spark: SparkSession, table: Any, schema: StructType) -> DataFrame:
+    """Keyed Arrow rows the driver holds as a frame of ``keyed(schema)`` (a local relation: no file to scan, and an
+    empty table prunes the plan branches that read it). Columns the rows lack are null, as a Parquet read gives
+    them; every column is nullable, as there."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    full = as_nullable(keyed(schema))
+    arrow = to_arrow_schema(full)
+    columns = [table[name].cast(arrow.field(name).type) if name in table.column_names
+               else pa.nulls(table.num_rows, arrow.field(name).type) for name in full.names]
+    # one chunk: Spark stops reading an Arrow stream at its first empty batch, which a concatenated or filtered
+    # table's empty chunks would become
+    return spark.createDataFrame(pa.Table.from_arrays(columns, schema=arrow).combine_chunks(), schema=full)
+
+
+def read_keyed_local(spark: SparkSession, warehouse: Warehouse, root: str, snapshot_ids: Sequence[str],
+                     schema: StructType) -> DataFrame:
+    """``read_keyed`` for a few small folders: pyarrow reads them on the driver into a local relation (Spark reads
+    them when their files do not convert to the schema, e.g. a struct written with other fields)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    parts = []
+    try:
+        for sid in snapshot_ids:
+            part = pq.read_table(warehouse.fs_path(partition_dir(root, sid)), filesystem=warehouse.fs,
+                                 partitioning=None)
+            if KEY in part.column_names:  # the findings keep the key in their files
+                part = part.drop_columns([KEY])
+            parts.append(part.append_column(KEY, pa.array([sid] * part.num_rows, pa.string())))
+        if not parts:
+            return local_keyed(spark, pa.table({KEY: pa.array([], pa.string())}), schema)
+        return local_keyed(spark, pa.concat_tables(parts, promote_options="permissive"), schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return read_keyed(spark, root, snapshot_ids, schema)
 
 
 def _value_counts(column: Any) -> tuple[list[str], list[int]]:
