@@ -8,6 +8,8 @@ from collections import Counter
 
 import pytest
 
+from kafka_zk_audit.offline.history_task import logged_since
+from kafka_zk_audit.offline.sources import StagedFiles
 from kafka_zk_audit.offline.txnlog import RECORD_HEAD, TxnLogError, iter_txns, log_files
 
 from .java_tools import txn_log_toolkit
@@ -94,3 +96,20 @@ def test_data_after_the_end_or_a_bad_header_is_refused(zk_files, tmp_path):
         list(iter_txns(b"ZKSN" + data[4:]))
     with pytest.raises(TxnLogError, match="shorter than a log header"):
         list(iter_txns(data[:10]))
+
+
+def test_a_history_window_without_transactions_is_known_without_spark(zk_files, tmp_path):
+    """The history task skips its Spark application when the logs hold nothing from the window's first zxid on: the
+    server's own last zxid is the oracle; an unreadable newest log lets the app run (and report it)."""
+    staged = StagedFiles(str(zk_files.data_dir), str(zk_files.log_dir), "local")
+    assert logged_since(staged, None)  # a first history reads every log
+    assert logged_since(staged, 1) and logged_since(staged, zk_files.final_zxid)
+    assert not logged_since(staged, zk_files.final_zxid + 1)
+    assert not logged_since(StagedFiles(str(tmp_path), None, "local"), 5)  # no log at all
+    copied = tmp_path / "logs"
+    shutil.copytree(zk_files.log_dir, copied)
+    newest = log_files(copied)[-1]
+    raw = bytearray(newest.read_bytes())
+    raw[RECORD_HEAD.size + 16] ^= 0xFF  # the first record's checksum no longer matches
+    newest.write_bytes(bytes(raw))
+    assert logged_since(StagedFiles(str(zk_files.data_dir), str(copied), "local"), zk_files.final_zxid + 1)

@@ -79,6 +79,25 @@ def history_skip_reason(cluster: str | None, files: Mapping[str, Any] | None, se
     return None
 
 
+def logged_since(staged: StagedFiles, from_zxid: int | None) -> bool:
+    """Whether the staged logs hold a transaction at or after ``from_zxid`` (always true the first time, or when a
+    log cannot be read: the app then reports it). Only the newest logs are read, and only up to the first such
+    transaction: no Spark application for a window the cluster wrote nothing in."""
+    from kafka_zk_audit.offline.txnlog import TxnLogError, iter_txns, log_files, log_start_zxid
+
+    if from_zxid is None:
+        return True
+    for path in reversed(log_files(staged.log_dir or staged.data_dir)):
+        try:
+            if next(iter_txns(path, after_zxid=from_zxid - 1), None) is not None:
+                return True
+        except TxnLogError:
+            return True
+        if log_start_zxid(path) <= from_zxid:  # older logs end before this one starts
+            return False
+    return False
+
+
 @dataclass(frozen=True)
 class HistoryPlan:
     """One history of one cluster: its id, its window's first zxid (None: every retained log) and its settings."""
@@ -95,9 +114,13 @@ class HistoryPlan:
         """Where the app writes the history's ``history.json`` (last, once the history is complete)."""
         return f"{self.warehouse.history_dir(self.history_id)}/history.json"
 
+    @property
+    def who(self) -> str:
+        return f"cluster {self.cluster}" if self.cluster else "this cluster"
+
     def description(self) -> str:
         """The task's log line: which history of which cluster, from where, and the floor of a listed interval."""
-        who = f"cluster {self.cluster}" if self.cluster else "this cluster"
+        who = self.who
         start = f"zxid {self.from_zxid:#x}" if self.from_zxid is not None else "the oldest retained"
         return (f"history {self.history_id} of {who}: the logs from {start}, chroot {self.chroot or '/'}, intervals "
                 f"under {seconds_text(self.min_interval)} s counted, not listed")

@@ -33,8 +33,9 @@ class ZooKeeperHistoryOperator(AuditSparkSubmitOperator):
     """spark-submit ``zk_history.py`` on the ZooKeeper files of ``cluster`` (its ``files`` setting); returns what
     the history found (its id, page, window and interval counts).
 
-    Skipped (AirflowSkipException) for a cluster without files, when the setting ``history.enabled`` is false, and
-    for a run pinned to a past point in time (``at_zxid``/``at_time``). The floor of a listed interval is the
+    Skipped (AirflowSkipException) for a cluster without files, when the setting ``history.enabled`` is false, for
+    a run pinned to a past point in time (``at_zxid``/``at_time``), and when the logs hold no transaction after the
+    previous history's (no Spark application). The floor of a listed interval is the
     setting ``history.min_interval``; the chroot is that of the cluster's ZooKeeper connection, as for the snapshot
     from files. A log that could not be read to its end (the app's exit 1, ``history.json`` written) is a warning,
     not a failure.
@@ -61,7 +62,12 @@ class ZooKeeperHistoryOperator(AuditSparkSubmitOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:
         from kafka_zk_audit.airflow.hooks.zookeeper_files import cluster_zookeeper_files
-        from kafka_zk_audit.offline.history_task import history_skip_reason, plan_history, stage_window
+        from kafka_zk_audit.offline.history_task import (
+            history_skip_reason,
+            logged_since,
+            plan_history,
+            stage_window,
+        )
 
         settings = load_config(self.audit_config or None).history
         reason = history_skip_reason(self.cluster, self.zookeeper_files, settings, self.at_zxid, self.at_time)
@@ -74,7 +80,12 @@ class ZooKeeperHistoryOperator(AuditSparkSubmitOperator):
         self.log.info("%s", plan.description())
         with ExitStack() as stack:
             fetch = functools.partial(cluster_zookeeper_files, self.zookeeper_files or {})
-            self.application_args = plan.app_args(stage_window(stack, fetch, plan.from_zxid, self.log))
+            staged = stage_window(stack, fetch, plan.from_zxid, self.log)
+            if not logged_since(staged, plan.from_zxid):
+                reason = f"no transaction in the logs of {plan.who} since zxid {plan.from_zxid:#x}: no new history"
+                self.log.info("skipped: %s", reason)
+                raise AirflowSkipException(reason)
+            self.application_args = plan.app_args(staged)
             try:
                 super().execute(context)
             except Exception:
