@@ -18,17 +18,15 @@ from typing import Any
 import pytest
 import yaml
 from airflow.sdk import DAG, task
-from kazoo.client import KazooClient
 
 from kafka_zk_audit.airflow.notifications.audit_alert import AuditAlertNotifier
 from kafka_zk_audit.airflow.notifications.task_failure import TaskFailureNotifier
 from kafka_zk_audit.airflow.operators.audit_gate import AuditGateOperator
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.report.publish import publish_run, run_failure
-from kafka_zk_audit.snapshot.connection import ZkSettings
-from kafka_zk_audit.snapshot.walker import write_snapshot
 from kafka_zk_audit_testing.receivers import smtp_receiver, webhook_receiver
 from tests.airflow.dag_runs import ALERT_ROUTES, DagRunOutcome, route_alerts, run_dag
+from tests.audit.checks.test_checks import take_snapshot
 from tests.system.fleet_run import CHROOTS
 
 pytestmark = pytest.mark.zk
@@ -49,14 +47,7 @@ def audited(system, zk_server, tmp_path_factory) -> Warehouse:
     first = system.runs[0]
     IDS.update({role: first.snapshot_id(cluster) for role, cluster in CLUSTERS.items()})
     IDS["late"] = "20260301T000000Z-late"
-    settings = ZkSettings(hosts=zk_server.hosts, chroot=CHROOTS["alpha"])
-    client = KazooClient(**settings.kazoo_kwargs())
-    client.start(timeout=15)
-    try:
-        write_snapshot(client, settings, warehouse, IDS["late"], cluster="late")
-    finally:
-        client.stop()
-        client.close()
+    take_snapshot(zk_server.hosts, CHROOTS["alpha"], warehouse, IDS["late"], cluster="late")
     return warehouse
 
 

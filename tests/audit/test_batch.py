@@ -24,7 +24,8 @@ import pytest
 from kafka_zk_audit.audit.job import run_audit
 from kafka_zk_audit.contract.settings import load_config
 from kafka_zk_audit.contract.warehouse import Warehouse, new_snapshot_id
-from kafka_zk_audit.gate.context import configure_checkpoint, file_data_context, plan_gate, settings_by_cluster
+from kafka_zk_audit.gate.context import plan_gate, settings_by_cluster
+from kafka_zk_audit.gate.run import run_checkpoint
 from kafka_zk_audit.gate.suites import load_suites
 from kafka_zk_audit.gate.verdict import build_fleet_verdict
 from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
@@ -132,11 +133,7 @@ def gate(root: Path, snapshot_ids: list[str], config: Path) -> tuple[dict[str, A
     warehouse = Warehouse(str(root))
     plan = plan_gate(warehouse, snapshot_ids, load_suites(dict(cfg.severity_overrides)),
                      drift_bounds=lambda cluster: cfg.for_cluster(cluster).drift)
-    contexts = file_data_context(warehouse)
-    result = configure_checkpoint(next(contexts), warehouse, snapshot_ids, plan=plan).run()
-    for _ in contexts:  # the Data Docs
-        pass
-    described = json.loads(json.dumps(result.describe_dict(), default=str))
+    described = run_checkpoint(warehouse, snapshot_ids, plan)
     verdict = build_fleet_verdict(described, plan.described(), plan.clusters, settings_by_cluster(cfg), "docs")
     return verdict, len(described["validation_results"])
 

@@ -44,6 +44,7 @@ from kafka_zk_audit.audit.keyed_io import (
 )
 from kafka_zk_audit.audit.normalize import normalize
 from kafka_zk_audit.audit.readiness import SnapshotReadiness, audit_readiness, write_audit_migration
+from kafka_zk_audit.audit.session import size_spark_to
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
 from kafka_zk_audit.contract.schemas import DRIFT, FINDINGS, KEY, SNAPSHOT, TABLES
 from kafka_zk_audit.contract.settings import load_config
@@ -83,21 +84,6 @@ class PhaseClock:
 
     def log(self, snapshot_ids: Sequence[str]) -> None:
         log.info("profile %s", json.dumps({"snapshot_ids": list(snapshot_ids), "phases": self.phases}))
-
-
-SMALL_SNAPSHOT_ZNODES = 200_000
-
-
-def size_spark_to(spark: SparkSession, znodes: int) -> bool:
-    """Spark's fixed costs dominate small trees: skip code generation, adaptive re-planning and broadcast joins
-    there (each broadcast is a Spark job of its own: a small batch then runs in about 16 jobs, not 90), and size
-    shuffles to the data (about one partition per 100,000 znodes). Returns whether the batch counts as small."""
-    small = znodes < SMALL_SNAPSHOT_ZNODES
-    spark.conf.set("spark.sql.codegen.wholeStage", str(not small).lower())
-    spark.conf.set("spark.sql.adaptive.enabled", str(not small).lower())
-    spark.conf.set("spark.sql.shuffle.partitions", str(max(2, min(200, znodes // 100_000))))
-    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1" if small else str(10 * 1024 * 1024))
-    return small
 
 
 def read_snapshots(spark: SparkSession, warehouse: Warehouse, snapshot_ids: Sequence[str]) -> DataFrame:

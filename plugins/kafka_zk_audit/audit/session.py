@@ -79,3 +79,19 @@ def get_spark(app_name: str, master: str | None = None, shuffle_partitions: int 
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+SMALL_SNAPSHOT_ZNODES = 200_000
+
+
+def size_spark_to(spark: SparkSession, rows: int) -> bool:
+    """Spark's fixed costs dominate small inputs (a batch's znodes, a history's changes): skip code generation,
+    adaptive re-planning and broadcast joins there (each broadcast is a Spark job of its own: a small audit batch
+    then runs in about 16 jobs, not 90), and size shuffles to the data (about one partition per 100,000 rows).
+    Returns whether the input counts as small."""
+    small = rows < SMALL_SNAPSHOT_ZNODES
+    spark.conf.set("spark.sql.codegen.wholeStage", str(not small).lower())
+    spark.conf.set("spark.sql.adaptive.enabled", str(not small).lower())
+    spark.conf.set("spark.sql.shuffle.partitions", str(max(2, min(200, rows // 100_000))))
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1" if small else str(10 * 1024 * 1024))
+    return small

@@ -28,6 +28,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from kafka_zk_audit.audit.session import size_spark_to
 from kafka_zk_audit.contract.settings import parse_duration
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.offline.changes import LOG_ERROR, base_rows, with_session_deletes, write_changes
@@ -74,6 +75,15 @@ def _base(spark: SparkSession, files_dir: str, log_dir: str | None, first_zxid: 
                   "digest_verified": tree.digest_verified, "format": tree.format}
 
 
+def local_frame(spark: SparkSession, warehouse: Warehouse, directory: str, schema: Any) -> DataFrame:
+    """A small Parquet table the job wrote, read by pyarrow into a local relation of ``schema`` (Spark's read)."""
+    import pyarrow.dataset as ds
+
+    table = ds.dataset(warehouse.fs_path(directory), filesystem=warehouse.fs, format="parquet").to_table()
+    # one chunk: Spark stops reading an Arrow stream at its first empty batch
+    return spark.createDataFrame(table.select(schema.names).combine_chunks(), schema=schema)
+
+
 def run_history(spark: SparkSession, warehouse: Warehouse, files_dir: str, *, log_dir: str | None = None,
                 chroot: str = "", history_id: str | None = None, cluster: str | None = None,
                 min_interval_ms: int = DEFAULT_MIN_INTERVAL_MS, from_zxid: int | None = None,
@@ -96,6 +106,7 @@ def run_history(spark: SparkSession, warehouse: Warehouse, files_dir: str, *, lo
     span = changes.agg(F.min("zxid").alias("first"), F.max("zxid").alias("last"), F.min("time").alias("t0"),
                        F.max("time").alias("t1"), F.countDistinct("zxid").alias("txns"),
                        F.count(F.lit(1)).alias("rows")).first()
+    small = size_spark_to(spark, int(span["rows"] or 0))
     base_info: dict[str, Any] = {"zxid": None}
     if span["first"] is not None:
         first_ms = int(span["t0"].timestamp() * 1000)
@@ -105,6 +116,8 @@ def run_history(spark: SparkSession, warehouse: Warehouse, files_dir: str, *, lo
     with_session_deletes(changes).write.mode("overwrite").parquet(f"{root}/changes")
     warehouse.remove(f"{root}/_decoded")
     changes = spark.read.parquet(f"{root}/changes")
+    if small:  # the driver reads the few rows into a local relation: no file scan for each use of the table
+        changes = local_frame(spark, warehouse, f"{root}/changes", changes.schema)
     found, tables = all_intervals(changes)
     found = found.persist()
     listed, short = split_by_floor(found, min_interval_ms)

@@ -58,8 +58,8 @@ def publish_run(warehouse: Warehouse, clusters: Sequence[str], snapshot_ids: Seq
     extras = {name: cluster["asset_extra"] for name, cluster in fleet["clusters"].items() if cluster.get("summary")}
     emit(fleet["text"])
     emit(f"fleet summary: {path}")
+    link_history_in_data_docs(warehouse)  # first: each link goes on top, the readiness link above this one
     readiness_found = publish_readiness(warehouse, snapshot_ids, emit)
-    link_history_in_data_docs(warehouse)
     found_histories = histories_by_cluster(histories)
     for name, found in found_histories.items():
         emit(f"history of {name}: {found['listed']} interval(s) listed, {found['short']} shorter than the floor, "
