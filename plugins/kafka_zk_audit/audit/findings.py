@@ -28,6 +28,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit.batch import Batch
+from kafka_zk_audit.audit.keyed_io import arrow_frame
 from kafka_zk_audit.contract.schemas import FINDINGS, KEY
 
 IDENTITY = ("check_id", "topic", "partition", "group_id", "broker_id", "path")
@@ -174,5 +175,4 @@ def _frame(spark: Any, rows: Any) -> DataFrame:
     """Arrow rows of the FINDINGS shape as a DataFrame with exactly the FINDINGS schema."""
     if rows.num_rows == 0:
         return spark.createDataFrame([], FINDINGS)
-    # one chunk: Spark stops reading an Arrow stream at its first empty batch, and a filtered table has empty chunks
-    return spark.createDataFrame(rows.combine_chunks(), FINDINGS)
+    return arrow_frame(spark, rows, FINDINGS)

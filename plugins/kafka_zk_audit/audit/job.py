@@ -92,11 +92,9 @@ def read_snapshots(spark: SparkSession, warehouse: Warehouse, snapshot_ids: Sequ
 
 
 def read_tables(spark: SparkSession, warehouse: Warehouse, names: Sequence[str],
-                snapshot_ids: Sequence[str], local: bool = False) -> dict[str, DataFrame]:
-    """Normalized tables of the snapshots, as written (keyed, with their contract schemas); ``local``: read on the
-    driver into local relations (a small batch)."""
-    read = partial(read_keyed_local, spark, warehouse) if local else partial(read_keyed, spark)
-    return {name: read(warehouse.table_dir(name), snapshot_ids, TABLES[name]) for name in names}
+                snapshot_ids: Sequence[str]) -> dict[str, DataFrame]:
+    """Normalized tables of the snapshots, as written (keyed, with their contract schemas)."""
+    return {name: read_keyed(spark, warehouse.table_dir(name), snapshot_ids, TABLES[name]) for name in names}
 
 
 def plan_batch(warehouse: Warehouse, snapshot_ids: Sequence[str], config_path: str | None) -> Batch:

@@ -193,9 +193,14 @@ def local_keyed(spark: SparkSession, table: Any, schema: StructType) -> DataFram
     arrow = to_arrow_schema(full)
     columns = [table[name].cast(arrow.field(name).type) if name in table.column_names
                else pa.nulls(table.num_rows, arrow.field(name).type) for name in full.names]
-    # one chunk: Spark stops reading an Arrow stream at its first empty batch, which a concatenated or filtered
-    # table's empty chunks would become
-    return spark.createDataFrame(pa.Table.from_arrays(columns, schema=arrow).combine_chunks(), schema=full)
+    return arrow_frame(spark, pa.Table.from_arrays(columns, schema=arrow), full)
+
+
+def arrow_frame(spark: SparkSession, table: Any, schema: StructType) -> DataFrame:
+    """An Arrow table the driver holds as a DataFrame of ``schema`` (a local relation). The table goes as one chunk:
+    PySpark's import stops at the first empty record batch, dropping every row after it, and a concatenated or
+    filtered table has empty chunks."""
+    return spark.createDataFrame(table.combine_chunks(), schema=schema)
 
 
 def read_keyed_local(spark: SparkSession, warehouse: Warehouse, root: str, snapshot_ids: Sequence[str],

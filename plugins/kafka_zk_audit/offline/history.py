@@ -28,6 +28,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from kafka_zk_audit.audit.keyed_io import arrow_frame
 from kafka_zk_audit.audit.session import size_spark_to
 from kafka_zk_audit.contract.settings import parse_duration
 from kafka_zk_audit.contract.warehouse import Warehouse
@@ -80,8 +81,7 @@ def local_frame(spark: SparkSession, warehouse: Warehouse, directory: str, schem
     import pyarrow.dataset as ds
 
     table = ds.dataset(warehouse.fs_path(directory), filesystem=warehouse.fs, format="parquet").to_table()
-    # one chunk: Spark stops reading an Arrow stream at its first empty batch
-    return spark.createDataFrame(table.select(schema.names).combine_chunks(), schema=schema)
+    return arrow_frame(spark, table.select(schema.names), schema)
 
 
 def run_history(spark: SparkSession, warehouse: Warehouse, files_dir: str, *, log_dir: str | None = None,
