@@ -11,7 +11,7 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from kazoo.client import KazooClient
 
 from kafka_zk_audit.airflow.dag import build_dag, spark_app_path
-from kafka_zk_audit.audit.session import DRIVER_JAVA_OPTIONS
+from kafka_zk_audit.audit.session import DRIVER_JAVA_OPTIONS, class_data_archive
 from tests.airflow.dag_runs import run_dag
 
 
@@ -38,6 +38,7 @@ def test_the_audit_submits_the_packaged_app_for_the_snapshots_the_run_took(airfl
         monkeypatch.setenv(f"AIRFLOW_CONN_ZK_{cluster.upper()}", json.dumps({
             "conn_type": "zookeeper", "host": zk_server.hosts, "extra": {"chroot": f"/airflow_audit_{cluster}"}}))
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_TEST", json.dumps({"conn_type": "spark", "host": "local[2]"}))
+    monkeypatch.setenv("KAFKA_ZK_AUDIT_JVM_CACHE", str(tmp_path / "jvm"))  # no class-data archive yet
     settings = tmp_path / "settings.yaml"
     settings.write_text(yaml.safe_dump({
         "schedule": None, "fleet": {"task_retries": 0},
@@ -62,7 +63,12 @@ def test_the_audit_submits_the_packaged_app_for_the_snapshots_the_run_took(airfl
     [command] = submitted
     conf = [command[i + 1] for i, part in enumerate(command) if part == "--conf"]
     assert command[:3] == ["spark-submit", "--master", "local[2]"]
-    assert f"spark.driver.extraJavaOptions={DRIVER_JAVA_OPTIONS}" in conf and "spark.ui.enabled=false" in conf
+    assert "spark.ui.enabled=false" in conf
+    [java_options] = [c.split("=", 1)[1] for c in conf if c.startswith("spark.driver.extraJavaOptions=")]
+    # the first launch of the machine writes the driver's class-data archive as its JVM exits; none was written here
+    archive = class_data_archive()
+    assert java_options.startswith(f"{DRIVER_JAVA_OPTIONS} -XX:ArchiveClassesAtExit={archive}.")
+    assert list((tmp_path / "jvm").iterdir()) == []
     assert command[command.index("--name") + 1] == "kafka-zk-audit"
     app = command.index(spark_app_path())
     assert Path(command[app]).is_file()

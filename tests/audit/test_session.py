@@ -1,6 +1,8 @@
-"""Spark session settings: the driver on loopback for local masters only."""
+"""Spark session settings: the driver on loopback for local masters only; the driver JVM's class-data archive."""
 
 from __future__ import annotations
+
+import subprocess
 
 import pytest
 
@@ -41,3 +43,73 @@ def test_a_session_that_starts_its_jvm_runs_it_with_the_driver_java_options(spar
 
     runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
     assert set(DRIVER_JAVA_OPTIONS.split()) <= set(runtime.getInputArguments())
+
+
+def java_version(options: str, *extra: str) -> subprocess.CompletedProcess:
+    """The real ``java`` launched with a driver's options (``-version``: the JVM starts, maps, exits)."""
+    return subprocess.run(["java", *extra, *options.split(), "-version"], capture_output=True, text=True, timeout=120)
+
+
+def test_the_first_launch_writes_the_class_data_archive_and_later_launches_map_it(tmp_path, monkeypatch):
+    from kafka_zk_audit.audit.session import DRIVER_JAVA_OPTIONS_KEY, class_data_archive, class_data_sharing
+
+    monkeypatch.setenv("KAFKA_ZK_AUDIT_JVM_CACHE", str(tmp_path / "jvm"))
+    archive = class_data_archive()
+    assert archive is not None and archive.parent == tmp_path / "jvm" and not archive.exists()
+    conf = {"spark.ui.enabled": "false", DRIVER_JAVA_OPTIONS_KEY: "-XX:TieredStopAtLevel=1"}
+    with class_data_sharing(conf) as first:
+        assert first["spark.ui.enabled"] == "false"
+        options = first[DRIVER_JAVA_OPTIONS_KEY]
+        assert options.startswith("-XX:TieredStopAtLevel=1 -XX:ArchiveClassesAtExit=")
+        assert java_version(options).returncode == 0
+        assert not archive.exists()  # kept only once the launch is over
+    assert archive.is_file() and archive.stat().st_size > 0
+    assert sorted(p.name for p in archive.parent.iterdir()) == [archive.name]  # no partial file, no writer's claim
+    with class_data_sharing(conf) as later:
+        options = later[DRIVER_JAVA_OPTIONS_KEY]
+        assert f"-XX:SharedArchiveFile={archive}" in options.split()
+        # -Xshare:on makes a JVM that cannot map the archive fail: this one maps it
+        mapped = java_version(options, "-Xshare:on")
+        assert mapped.returncode == 0, mapped.stderr
+    # a damaged archive is not an error: the JVM runs without it
+    archive.write_bytes(b"not an archive")
+    with class_data_sharing(conf) as damaged:
+        assert java_version(damaged[DRIVER_JAVA_OPTIONS_KEY]).returncode == 0
+        assert java_version(damaged[DRIVER_JAVA_OPTIONS_KEY], "-Xshare:on").returncode != 0
+
+
+def test_one_launch_writes_the_archive_at_a_time_and_a_failed_one_keeps_nothing(tmp_path, monkeypatch):
+    from kafka_zk_audit.audit.session import DRIVER_JAVA_OPTIONS_KEY, class_data_archive, class_data_sharing
+
+    monkeypatch.setenv("KAFKA_ZK_AUDIT_JVM_CACHE", str(tmp_path / "jvm"))
+    archive = class_data_archive()
+    conf = {DRIVER_JAVA_OPTIONS_KEY: "-XX:TieredStopAtLevel=1"}
+    with pytest.raises(RuntimeError), class_data_sharing(conf) as writing:
+        assert "-XX:ArchiveClassesAtExit=" in writing[DRIVER_JAVA_OPTIONS_KEY]
+        with class_data_sharing(conf) as meanwhile:  # another launch while the first writes: plain options
+            assert meanwhile == conf
+        assert java_version(writing[DRIVER_JAVA_OPTIONS_KEY]).returncode == 0
+        raise RuntimeError("spark-submit failed")
+    assert not archive.exists() and list(archive.parent.iterdir()) == []
+    monkeypatch.setenv("KAFKA_ZK_AUDIT_JVM_CACHE", "off")
+    assert class_data_archive() is None
+    with class_data_sharing(conf) as off:
+        assert off == conf
+
+
+def test_no_archive_when_a_folder_with_files_is_on_the_drivers_classpath(tmp_path, monkeypatch):
+    """The JVM cannot write an archive with a non-empty folder on its classpath, and then turns the app's exit code
+    to 1 ("Cannot have non-empty directory in paths", after the app ran): a Spark conf folder with a
+    spark-defaults.conf means no archive."""
+    from kafka_zk_audit.audit.session import DRIVER_JAVA_OPTIONS_KEY, class_data_archive, class_data_sharing
+
+    monkeypatch.setenv("KAFKA_ZK_AUDIT_JVM_CACHE", str(tmp_path / "jvm"))
+    conf_dir = tmp_path / "spark-conf"
+    conf_dir.mkdir()
+    monkeypatch.setenv("SPARK_CONF_DIR", str(conf_dir))
+    assert class_data_archive() is not None  # an empty conf folder is fine
+    (conf_dir / "spark-defaults.conf").write_text("spark.executor.memory 2g\n")
+    assert class_data_archive() is None
+    conf = {DRIVER_JAVA_OPTIONS_KEY: "-XX:TieredStopAtLevel=1"}
+    with class_data_sharing(conf) as launched:
+        assert launched == conf

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import os
+import shutil
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pyspark is imported where a session is made: the DAG file imports submit_conf without it
@@ -28,6 +35,123 @@ LOOPBACK_CONF = {
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
 }
+
+
+# The driver JVM's class-data archive. Before an app's first line runs, its driver JVM loads and verifies about 15,000
+# classes from Spark's 280 jars, and interprets them until the JIT catches up. A class-data-sharing archive of them (JDK
+# AppCDS, a dynamic archive) maps them instead: the first app of a machine writes it as it exits (about 20 s more,
+# once per Java and Spark), every later app and session maps it (one audit app of ten small clusters: a fifth less
+# wall and CPU time, bench/bench_jvm_archive.py). The JVM ignores an archive it cannot use (another JDK build, a
+# damaged file): the app then runs as without one. ``KAFKA_ZK_AUDIT_JVM_CACHE`` names the folder (default
+# ``$XDG_CACHE_HOME/kafka-zk-audit``, else ``~/.cache/kafka-zk-audit``), or ``off``.
+JVM_CACHE_ENV = "KAFKA_ZK_AUDIT_JVM_CACHE"
+DRIVER_JAVA_OPTIONS_KEY = "spark.driver.extraJavaOptions"
+_CDS_QUIET = "-Xlog:cds*=off"  # writing an archive lists every class it cannot share (signed jars, generated code)
+_STALE_WRITER = 1800.0  # seconds after which another writer's claim is taken over (it died before its exit)
+
+
+def _java_home() -> Path | None:
+    """The Java spark-submit starts: ``JAVA_HOME``'s, else the ``java`` on the PATH."""
+    if os.environ.get("JAVA_HOME"):
+        return Path(os.environ["JAVA_HOME"]).resolve()
+    java = shutil.which("java")
+    return Path(java).resolve().parents[1] if java else None
+
+
+def _spark_jars() -> Path | None:
+    """The jars folder of the Spark that spark-submit runs (``SPARK_HOME``, else pyspark's own), without importing
+    pyspark."""
+    if os.environ.get("SPARK_HOME"):
+        return Path(os.environ["SPARK_HOME"]) / "jars"
+    spec = importlib.util.find_spec("pyspark")
+    return Path(spec.origin).parent / "jars" if spec and spec.origin else None
+
+
+def _folders_on_classpath_hold_files(jars: Path) -> bool:
+    """Whether the driver's classpath has a folder with files in it: Spark's conf folder (``SPARK_CONF_DIR``, else
+    ``$SPARK_HOME/conf``), Hadoop's and YARN's, or anything from ``SPARK_DIST_CLASSPATH``. The JVM cannot write an
+    archive then, and says so by failing the app's exit code."""
+    if os.environ.get("SPARK_DIST_CLASSPATH"):
+        return True
+    folders = [Path(os.environ.get("SPARK_CONF_DIR") or jars.parent / "conf")]
+    folders += [Path(os.environ[name]) for name in ("HADOOP_CONF_DIR", "YARN_CONF_DIR") if os.environ.get(name)]
+    return any(folder.is_dir() and any(folder.iterdir()) for folder in folders)
+
+
+def class_data_archive() -> Path | None:
+    """This machine's driver class-data archive for this Java, Spark and driver options (it may not exist yet), or
+    None when ``KAFKA_ZK_AUDIT_JVM_CACHE=off``, no Java or Spark is found, or a folder with files is on the driver's
+    classpath (a ``spark-defaults.conf`` in ``SPARK_CONF_DIR``: the JVM shares no class then)."""
+    setting = os.environ.get(JVM_CACHE_ENV, "").strip()
+    if setting.lower() == "off":
+        return None
+    java, jars = _java_home(), _spark_jars()
+    if java is None or jars is None or not jars.is_dir() or _folders_on_classpath_hold_files(jars):
+        return None
+    release = java / "release"
+    # the JVM maps an archive only for the classpath it was written with, jar by jar (path, size, time)
+    classpath = [f"{entry.path} {entry.stat().st_size} {entry.stat().st_mtime_ns}" for entry in os.scandir(jars)]
+    key = hashlib.sha256("\n".join([
+        str(java), release.read_text(errors="replace") if release.is_file() else "", *sorted(classpath),
+        DRIVER_JAVA_OPTIONS, os.environ.get("SPARK_CONF_DIR", ""),
+    ]).encode()).hexdigest()[:16]
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    root = Path(setting) if setting else cache / "kafka-zk-audit"
+    return root / f"spark-driver-{key}.jsa"
+
+
+def _with_java_options(conf: Mapping[str, str], *options: str) -> dict[str, str]:
+    return {**conf, DRIVER_JAVA_OPTIONS_KEY: " ".join([conf.get(DRIVER_JAVA_OPTIONS_KEY, ""), *options]).strip()}
+
+
+def _claim_writer(archive: Path) -> Path | None:
+    """Become the one process that writes ``archive`` (a ``.writing`` file beside it): its lock, or None when
+    another live process writes it or the folder cannot be written."""
+    lock = archive.with_name(archive.name + ".writing")
+    for _ in range(2):
+        try:
+            archive.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                if time.time() - lock.stat().st_mtime < _STALE_WRITER:
+                    return None
+                lock.unlink()
+            except FileNotFoundError:
+                pass
+            continue
+        except OSError:
+            return None
+        os.write(fd, str(os.getpid()).encode())
+        os.close(fd)
+        return lock
+    return None
+
+
+@contextmanager
+def class_data_sharing(conf: Mapping[str, str]) -> Iterator[dict[str, str]]:
+    """``conf`` for launching a driver JVM that maps this machine's class-data archive. When there is none yet, one
+    launch at a time writes it as its JVM exits, and it is kept when the body returns (not when it raises: a JVM
+    killed while writing leaves no archive behind)."""
+    archive = class_data_archive()
+    if archive is None:
+        yield dict(conf)
+        return
+    if archive.is_file():
+        yield _with_java_options(conf, f"-XX:SharedArchiveFile={archive}", _CDS_QUIET)
+        return
+    lock = _claim_writer(archive)
+    if lock is None:
+        yield dict(conf)
+        return
+    partial = archive.with_name(f"{archive.name}.{os.getpid()}.part")
+    try:
+        yield _with_java_options(conf, f"-XX:ArchiveClassesAtExit={partial}", _CDS_QUIET)
+        if partial.is_file() and partial.stat().st_size > 0:
+            os.replace(partial, archive)
+    finally:
+        partial.unlink(missing_ok=True)
+        lock.unlink(missing_ok=True)
 
 
 def is_local(master: str) -> bool:
@@ -73,7 +197,9 @@ def get_spark(app_name: str, master: str | None = None, shuffle_partitions: int 
         builder = builder.config(key, value)
     builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
     if SparkContext._active_spark_context is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
-        builder = builder.config("spark.driver.extraJavaOptions", DRIVER_JAVA_OPTIONS)  # this session starts the JVM
+        archive = class_data_archive()  # this session starts the JVM: map the archive when there is one
+        mapped = (f"-XX:SharedArchiveFile={archive}", _CDS_QUIET) if archive is not None and archive.is_file() else ()
+        builder = builder.config(DRIVER_JAVA_OPTIONS_KEY, " ".join([DRIVER_JAVA_OPTIONS, *mapped]))
         if driver_memory:
             builder = builder.config("spark.driver.memory", driver_memory)
     spark = builder.getOrCreate()

@@ -235,7 +235,7 @@ def take_offline_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | No
 # -- Spark apps ------------------------------------------------------------------------------------
 def spark_submit(app: str, app_args: list[str], master: str) -> int:
     """spark-submit a packaged app on ``master``; its output goes to stderr. Returns its exit code."""
-    from kafka_zk_audit.audit.session import is_local, submit_conf
+    from kafka_zk_audit.audit.session import class_data_sharing, is_local, submit_conf
 
     binary = Path(sys.executable).parent / "spark-submit"
     command = str(binary) if binary.exists() else shutil.which("spark-submit")
@@ -244,14 +244,22 @@ def spark_submit(app: str, app_args: list[str], master: str) -> int:
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     if is_local(master):
         env["SPARK_LOCAL_IP"] = "127.0.0.1"
-    confs = [item for key, value in submit_conf().items() for item in ("--conf", f"{key}={value}")]
-    cmd = [command, "--master", master, *confs, app, *app_args]
     _say(f"spark-submit --master {master} {Path(app).name} {' '.join(app_args)}")
-    with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            sys.stderr.write(line)
-        return proc.wait()
+    code = 0
+    try:
+        with class_data_sharing(submit_conf()) as conf:
+            confs = [item for key, value in conf.items() for item in ("--conf", f"{key}={value}")]
+            cmd = [command, "--master", master, *confs, app, *app_args]
+            with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+                assert proc.stdout is not None
+                for line in proc.stdout:
+                    sys.stderr.write(line)
+                code = proc.wait()
+            if code < 0:  # killed by a signal: the class-data archive it was writing may be cut short
+                raise ChildProcessError(code)
+    except ChildProcessError:
+        pass
+    return code
 
 
 def submit_for_summary(app: str, app_args: list[str], master: str, warehouse: Warehouse, summary_path: str,

@@ -1,4 +1,5 @@
-"""SparkSubmitOperator whose connection id may come from a DAG param (``{{ params.spark_conn_id }}``)."""
+"""SparkSubmitOperator whose connection id may come from a DAG param (``{{ params.spark_conn_id }}``), its driver
+JVM mapping the machine's class-data archive (:func:`kafka_zk_audit.audit.session.class_data_sharing`)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
+from kafka_zk_audit.audit.session import class_data_sharing
+
 
 class AuditSparkSubmitOperator(SparkSubmitOperator):
-    """The provider's operator, with ``spark_conn_id`` templated."""
+    """The provider's operator, with ``spark_conn_id`` templated and the driver's class-data archive."""
 
     template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "spark_conn_id")
 
@@ -19,4 +22,6 @@ class AuditSparkSubmitOperator(SparkSubmitOperator):
 
     def execute(self, context: Any) -> None:
         self._conn_id = self.spark_conn_id
-        return super().execute(context)
+        with class_data_sharing(self.conf or {}) as conf:
+            self.conf = conf
+            return super().execute(context)
