@@ -3,6 +3,8 @@ whole-DAG runs (tests/system/fleet_run.py, tests/system/scheduled_run.py) every 
 
 from __future__ import annotations
 
+import ast
+import functools
 import itertools
 import logging
 import os
@@ -125,32 +127,36 @@ def zookeeper_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # together, so each run is made once. (``--dist loadgroup`` would do it with marks, but pytest-xdist 3.8 cannot set
 # the group on pytest 9's node ids.) The tests of a shared run are all marked ``dag``.
 SHARED_RUNS = {"system": "system-run", "scheduled": "scheduler-run", "installed": "scheduler-run"}
-SHARED_RUN_MODULES = {
-    "tests/airflow/test_audit_gate_operator.py": "system-run",
-    "tests/system/test_cli_run.py": "system-run",
-    "tests/system/test_dag_e2e.py": "system-run",
-    "tests/system/test_files_dag.py": "system-run",
-    "tests/system/test_fleet.py": "system-run",
-    "tests/system/test_readiness_dag.py": "system-run",
-    "tests/system/test_standalone.py": "system-run",
-    "tests/system/test_install.py": "scheduler-run",
-    "tests/system/test_scheduler.py": "scheduler-run",
-}
+
+
+@functools.cache
+def shared_run_of(module: str) -> str | None:
+    """The shared run a test module asserts on: the run of a session fixture (``SHARED_RUNS``) that one of its tests
+    or fixtures takes as a parameter. Read from the module's source, as the xdist controller has no collection."""
+    path = REPO / module
+    if not path.is_file():
+        return None
+    tree = ast.parse(path.read_text())
+    params = {arg.arg for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+              for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)}
+    runs = sorted({SHARED_RUNS[name] for name in params if name in SHARED_RUNS})
+    return runs[0] if runs else None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # the shared runs' modules first, so that each xdist worker starts with one of the two long runs
-    order = {name: rank for rank, name in enumerate(dict.fromkeys(SHARED_RUN_MODULES.values()))}
-    items.sort(key=lambda item: order.get(SHARED_RUN_MODULES.get(item.nodeid.split("::", 1)[0], ""), len(order)))
+    order = {name: rank for rank, name in enumerate(dict.fromkeys(SHARED_RUNS.values()))}
+    items.sort(key=lambda item: order.get(shared_run_of(item.nodeid.split("::", 1)[0]) or "", len(order)))
     for item in items:
         shared = sorted({SHARED_RUNS[name] for name in getattr(item, "fixturenames", ()) if name in SHARED_RUNS})
         if not shared:
             continue
         item.add_marker(pytest.mark.dag)  # `make unit` (-m "not dag") leaves them out
         module = item.nodeid.split("::", 1)[0]
-        if SHARED_RUN_MODULES.get(module) != shared[0]:
-            raise pytest.UsageError(f"{module} asserts on the shared {shared[0]}: add it to SHARED_RUN_MODULES in "
-                                    "tests/conftest.py, so that pytest-xdist sends it where that run is made")
+        if shared_run_of(module) != shared[0]:
+            raise pytest.UsageError(f"{module} asserts on the shared {shared[0]} through a fixture of another file: "
+                                    "take that run's fixture as a parameter of a test or fixture in the module, so "
+                                    "that pytest-xdist sends it where that run is made (tests/conftest.py)")
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
@@ -162,6 +168,6 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     class ModuleOrSharedRunScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
-            return SHARED_RUN_MODULES.get(module, module)
+            return shared_run_of(module) or module
 
     return ModuleOrSharedRunScheduling(config, log)

@@ -13,7 +13,7 @@ import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CANDIDATES = ("chromium", "chromium-browser", "/usr/bin/chromium")
 FLAGS = (
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",

@@ -6,8 +6,8 @@ The first snapshots are audited together (no baseline); the warehouse is then co
 snapshots are audited together in one copy and, in the other, beta alone and alpha with gamma. Every table the
 audit writes for a snapshot (findings, suppressed history, audit tables, readiness, drift, normalized tables) and
 its audit.json must be equal, row for row (a batch on a Spark standalone master against local:
-tests/system/test_standalone.py). The gate, validating the batch's audit tables in one validation per suite, must
-give each snapshot the verdict it gets validated alone.
+tests/airflow/test_standalone_master.py). The gate, validating the batch's audit tables in one validation per suite,
+must give each snapshot the verdict it gets validated alone.
 """
 
 from __future__ import annotations

@@ -19,9 +19,8 @@ files      rebuilt from a stopped ZooKeeper's snapshot and logs (``files:`` sett
 secured    digest-auth ACLs, read with the connection's login; its controller is missing
 ========== ===================================================================================================
 
-Run 1 is ``airflow dags test`` with the Spark connection pointing at a standalone master with two workers on
-loopback (moving off ``local[*]`` is a change of connection); the warehouse is copied right after it so its audit can
-be compared with an in-process ``local`` audit of the same snapshots. Run 2 is an operator's
+Run 1 is ``airflow dags test`` on ``local[*]``; the warehouse is copied right after it, so that
+tests/airflow/test_standalone_master.py can run the same apps on a standalone master and compare. Run 2 is an operator's
 ``kafka-zk-audit run -v --config`` on ``local[*]`` into the same Airflow home and warehouse: it has run 1 as baseline,
 exits 3 for the dead cluster and prints every summary; retention then prunes run 1's raw snapshots.
 """
@@ -49,7 +48,6 @@ from kafka_zk_audit_testing.receivers import CollectingHandler, smtp_receiver, w
 from kafka_zk_audit_testing.simulator import ClusterSpec, Planted, Simulator
 from kafka_zk_audit_testing.simulator.plants import MIGRATION_HEALTH_CHECKS
 from kafka_zk_audit_testing.simulator.readiness_plants import inherent_readiness, plant_readiness
-from kafka_zk_audit_testing.spark_cluster import standalone_cluster
 from kafka_zk_audit_testing.zk_server import free_port
 
 FLEET_SPEC = ClusterSpec(era="3.x", brokers=3, racks=1, topics=6, partitions=2, replication_factor=3, groups=1,
@@ -129,8 +127,6 @@ class SystemRun:
     airflow_home: Path
     settings: Path
     after_first: Path  # a copy of the warehouse right after run 1
-    master: str  # run 1's standalone Spark master
-    worker_logs: list[str]
     runs: list[Run]
     planted: list[Planted]  # e2e, before run 1
     history: list[Planted]  # e2e, before run 2
@@ -249,16 +245,9 @@ def system(zk_server, history_files, tmp_path_factory) -> Iterator[SystemRun]:
             sims["secured"].write(SECURED_SPEC)
             secured_plant = sims["secured"].plant("controller_missing")
 
-            # run 1: airflow dags test, the audit on a standalone master with two workers
+            # run 1: airflow dags test
             label = "first"
-            spark_dir = tmp / "spark"
-            with standalone_cluster(spark_dir, cores=1, memory="1g", workers=2) as master:
-                host, port = master.rsplit(":", 1)
-                first_env = {**env, "AIRFLOW_CONN_SPARK_CLUSTER": json.dumps(
-                    {"conn_type": "spark", "host": host, "port": int(port)})}
-                result = run_dag_once(first_env, {"warehouse": str(warehouse), "run_label": label,
-                                                  "spark_conn_id": "spark_cluster"}, tmp / f"{label}.log")
-                worker_logs = [(spark_dir / name).read_text() for name in ("worker.log", "worker2.log")]
+            result = run_dag_once(env, {"warehouse": str(warehouse), "run_label": label}, tmp / f"{label}.log")
             log = result.log_path.read_text()
             runs.append(Run(warehouse, result.returncode, _fleet_json(warehouse, label, log), log,
                             list(webhook.posts), CollectingHandler.messages_of(inbox.envelopes)))
@@ -297,6 +286,6 @@ def system(zk_server, history_files, tmp_path_factory) -> Iterator[SystemRun]:
             sim.close()
         admin.stop()
         admin.close()
-    yield SystemRun(warehouse, home, settings, after_first, master, worker_logs, runs, planted, history_plants,
+    yield SystemRun(warehouse, home, settings, after_first, runs, planted, history_plants,
                     recreated, fixed, dropped, readiness_planted, readiness_inherent, secured_plant, files_scenario,
                     files_dir)

@@ -134,6 +134,8 @@ def installed_env(installed: Path, tmp: Path, zk_hosts: str, chroot: str) -> dic
         "PYSPARK_PYTHON": str(python),
         "PYSPARK_DRIVER_PYTHON": str(python),
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[*]"}),
+        # the installed Spark's own class-data archive, in a folder of the test (not the user's cache)
+        "KAFKA_ZK_AUDIT_JVM_CACHE": str(tmp / "installed-jvm-cache"),
         "AIRFLOW_CONN_ZOOKEEPER_DEFAULT": json.dumps(
             {"conn_type": "zookeeper", "host": zk_hosts, "extra": {"chroot": chroot}}),
     })

@@ -49,6 +49,11 @@ def test_installed_package_runs_the_whole_dag_from_one_copied_dag_file(installed
     submit = next(line for line in log.splitlines() if "Spark-Submit cmd:" in line)
     assert f"{installed.venv}/lib/" in submit and "/kafka_zk_audit/spark_apps/audit_snapshot.py" in submit, submit
     assert str(REPO) not in submit
+    # the first app of this Java and Spark wrote the driver's class-data archive as it exited, and it was kept
+    cache = scheduled.warehouse.parent / "installed-jvm-cache"
+    assert f"-XX:ArchiveClassesAtExit={cache}/spark-driver-" in submit, submit
+    [archive] = cache.iterdir()
+    assert archive.name.startswith("spark-driver-") and archive.suffix == ".jsa" and archive.stat().st_size > 10**7
     validations = list((scheduled.warehouse / "gx").rglob("validations/**/*.json"))
     assert validations, "the gate stored no validation results"
     assert (scheduled.warehouse / "data_docs" / "index.html").exists()
