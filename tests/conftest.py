@@ -57,11 +57,12 @@ def spark():
     """The one in-process Spark session for check and normalizer function tests."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python workers (mapInArrow) import the package
-    from kafka_zk_audit.audit.session import get_spark
+    from kafka_zk_audit.audit.session import get_spark, size_spark_to
 
     # one session hosts every in-process Spark test of the worker, with what their modules keep cached: more room
     # than the default 1 GB driver (a batch audit late in the run once found no memory left for an aggregation)
     session = get_spark("kafka-zk-audit-tests", master="local[2]", shuffle_partitions=2, driver_memory="2g")
+    size_spark_to(session, 0)  # the tests' frames are small: the settings the audit uses for a small batch
     yield session
     session.stop()
     # py4j closes its last connections when the interpreter exits, after pytest closed the stream its INFO line

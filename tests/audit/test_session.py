@@ -113,3 +113,25 @@ def test_no_archive_when_a_folder_with_files_is_on_the_drivers_classpath(tmp_pat
     conf = {DRIVER_JAVA_OPTIONS_KEY: "-XX:TieredStopAtLevel=1"}
     with class_data_sharing(conf) as launched:
         assert launched == conf
+
+
+def test_small_inputs_skip_code_generation_and_large_ones_keep_it(spark):
+    from kafka_zk_audit.audit.session import size_spark_to
+
+    keys = ("spark.sql.codegen.wholeStage", "spark.sql.codegen.factoryMode", "spark.sql.adaptive.enabled",
+            "spark.sql.autoBroadcastJoinThreshold", "spark.sql.shuffle.partitions")
+    before = {key: spark.conf.get(key) for key in keys}
+    try:
+        assert size_spark_to(spark, 5_000_000) is False
+        assert [spark.conf.get(key) for key in keys] == ["true", "FALLBACK", "true", str(10 * 1024 * 1024), "50"]
+        assert size_spark_to(spark, 1_000) is True
+        assert [spark.conf.get(key) for key in keys] == ["false", "NO_CODEGEN", "false", "-1", "2"]
+        # interpreted expressions give what generated code gives, on a query with a join, an aggregate and a sort
+        df = spark.range(50).selectExpr("id % 7 AS k", "concat('t', id) AS s")
+        query = df.join(df.groupBy("k").count(), "k").orderBy("s").selectExpr("k", "s", "count")
+        interpreted = query.collect()
+        size_spark_to(spark, 5_000_000)
+        assert query.collect() == interpreted and len(interpreted) == 50
+    finally:
+        for key, value in before.items():
+            spark.conf.set(key, value)

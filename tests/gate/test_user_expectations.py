@@ -46,7 +46,8 @@ TOPIC_SUITE = {
         {"type": "expect_column_values_to_not_be_null", "kwargs": {"column": "topic"}},
     ],
 }
-SPARK_SETTINGS = ("spark.sql.codegen.wholeStage", "spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions",
+SPARK_SETTINGS = ("spark.sql.codegen.wholeStage", "spark.sql.codegen.factoryMode", "spark.sql.adaptive.enabled",
+                  "spark.sql.shuffle.partitions",
                   "spark.sql.autoBroadcastJoinThreshold")
 
 

@@ -214,9 +214,11 @@ def size_spark_to(spark: SparkSession, rows: int) -> bool:
     """Spark's fixed costs dominate small inputs (a batch's znodes, a history's changes): skip code generation,
     adaptive re-planning and broadcast joins there (each broadcast is a Spark job of its own: a small audit batch
     then runs in about 16 jobs, not 90), and size shuffles to the data (about one partition per 100,000 rows).
-    Returns whether the input counts as small."""
+    Without code generation every expression is interpreted: the tasks of a small batch no longer spend most of
+    their time compiling projections with Janino. Returns whether the input counts as small."""
     small = rows < SMALL_SNAPSHOT_ZNODES
     spark.conf.set("spark.sql.codegen.wholeStage", str(not small).lower())
+    spark.conf.set("spark.sql.codegen.factoryMode", "NO_CODEGEN" if small else "FALLBACK")
     spark.conf.set("spark.sql.adaptive.enabled", str(not small).lower())
     spark.conf.set("spark.sql.shuffle.partitions", str(max(2, min(200, rows // 100_000))))
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1" if small else str(10 * 1024 * 1024))
