@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit.job import read_snapshots
 from kafka_zk_audit.audit.normalize import normalize
+from kafka_zk_audit.contract.schemas import KEY
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.snapshot.connection import ZkSettings
 from kafka_zk_audit.snapshot.walker import SnapshotOptions, write_snapshot
@@ -40,21 +41,27 @@ ERA_ENCODINGS = {
 FEATURE_VERSIONS = {"2.8": "1", "3.x": "2", "3.x-migration": "2"}
 
 
-def snapshot_of(zk_server, chroot: str, warehouse: Warehouse, snapshot_id: str, spark, copy_secrets: bool = False):
+def take(zk_server, chroot: str, warehouse: Warehouse, snapshot_id: str, copy_secrets: bool = False) -> dict:
+    """Snapshot the chroot with the connection's digest auth; returns the manifest."""
     settings = ZkSettings(hosts=zk_server.hosts, chroot=chroot, auth=(AUTH,))
     client = KazooClient(**settings.kazoo_kwargs())
     client.start()
     try:
-        manifest = write_snapshot(client, settings, warehouse, snapshot_id, SnapshotOptions(copy_secrets=copy_secrets))
+        return write_snapshot(client, settings, warehouse, snapshot_id, SnapshotOptions(copy_secrets=copy_secrets))
     finally:
         client.stop()
         client.close()
+
+
+def snapshot_of(zk_server, chroot: str, warehouse: Warehouse, snapshot_id: str, spark, copy_secrets: bool = False):
+    manifest = take(zk_server, chroot, warehouse, snapshot_id, copy_secrets)
     return manifest, read_snapshots(spark, warehouse, [snapshot_id])
 
 
 def test_every_era_normalizes_to_its_encodings(zk_server, zk_chroot, spark, tmp_path):
+    """Eight eras, eight snapshots, normalized together in one keyed plan (the snapshot id tells the eras apart)."""
     warehouse = Warehouse(str(tmp_path / "wh"))
-    rows, counts = [], {}
+    era_of, counts = {}, {}
     sims = []
     try:
         for index, era in enumerate(ERA_ENCODINGS):
@@ -63,31 +70,32 @@ def test_every_era_normalizes_to_its_encodings(zk_server, zk_chroot, spark, tmp_
             sims.append(sim)
             sim.write(ClusterSpec(era=era, brokers=3, racks=2, topics=3, partitions=2, replication_factor=2,
                                   groups=1, consumers_per_group=2, threads_per_consumer=1, seed=3))
-            manifest, snapshot = snapshot_of(zk_server, chroot, warehouse, f"20260101T00000{index}Z", spark)
-            counts[era] = manifest["znodes"]
-            tables = normalize(snapshot)
-            versions = [
-                tables["brokers"].select(F.lit("broker").alias("kind"), F.col("version").cast("string")),
-                tables["topics"].select(F.lit("topic").alias("kind"), F.col("version").cast("string")),
-                tables["controller"].select(F.lit("controller").alias("kind"), F.col("version").cast("string")),
-                tables["config_changes"].select(F.lit("config_change").alias("kind"), F.col("format")),
-                tables["malformed_znodes"].select(F.lit("malformed").alias("kind"), F.col("path")),
-                tables["consumer_owners"].select(F.lit("owner").alias("kind"), F.col("owner")),
-                tables["feature"].select(F.lit("feature").alias("kind"), F.col("version").cast("string")),
-                tables["migration"].select(F.lit("migration").alias("kind"), F.col("version").cast("string")),
-                tables["controller"].select(F.lit("controller_ephemeral").alias("kind"),
-                                            F.col("is_ephemeral").cast("string")),
-                tables["partitions"].where("assigned AND has_state AND topic != '__consumer_offsets'")
-                .select(F.lit("partition").alias("kind"), F.concat_ws("/", "topic", "partition")),
-            ]
-            rows += reduce(lambda a, b: a.unionAll(b), versions).withColumn("era", F.lit(era)).collect()
-            tables.release()
+            snapshot_id = f"20260101T00000{index}Z"
+            counts[era] = take(zk_server, chroot, warehouse, snapshot_id)["znodes"]
+            era_of[snapshot_id] = era
     finally:
         for sim in sims:
             sim.close()
+    tables = normalize(read_snapshots(spark, warehouse, list(era_of)))
+    versions = [
+        tables["brokers"].select(KEY, F.lit("broker").alias("kind"), F.col("version").cast("string")),
+        tables["topics"].select(KEY, F.lit("topic").alias("kind"), F.col("version").cast("string")),
+        tables["controller"].select(KEY, F.lit("controller").alias("kind"), F.col("version").cast("string")),
+        tables["config_changes"].select(KEY, F.lit("config_change").alias("kind"), F.col("format")),
+        tables["malformed_znodes"].select(KEY, F.lit("malformed").alias("kind"), F.col("path")),
+        tables["consumer_owners"].select(KEY, F.lit("owner").alias("kind"), F.col("owner")),
+        tables["feature"].select(KEY, F.lit("feature").alias("kind"), F.col("version").cast("string")),
+        tables["migration"].select(KEY, F.lit("migration").alias("kind"), F.col("version").cast("string")),
+        tables["controller"].select(KEY, F.lit("controller_ephemeral").alias("kind"),
+                                    F.col("is_ephemeral").cast("string")),
+        tables["partitions"].where("assigned AND has_state AND topic != '__consumer_offsets'")
+        .select(KEY, F.lit("partition").alias("kind"), F.concat_ws("/", "topic", "partition")),
+    ]
+    rows = reduce(lambda a, b: a.unionAll(b), versions).collect()
+    tables.release()
     seen: dict[tuple[str, str], set] = {}
     for row in rows:
-        seen.setdefault((row["era"], row["kind"]), set()).add(row[1])
+        seen.setdefault((era_of[row[KEY]], row["kind"]), set()).add(row[2])
     for era, (broker, topic, controller, change) in ERA_ENCODINGS.items():
         assert seen.get((era, "broker")) == {str(broker)}, era
         assert seen.get((era, "topic")) == {str(topic)}, era
