@@ -102,3 +102,48 @@ def test_no_snapshot_or_a_target_before_every_snapshot_is_refused(zk_files, tmp_
         rebuild_tree(tmp_path, zk_files.log_dir)
     with pytest.raises(OfflineFilesError, match="before the requested zxid"):
         rebuild_tree(zk_files.data_dir, zk_files.log_dir, at_zxid=zk_files.final_zxid + 1)
+
+
+IN_FLIGHT = Path(__file__).resolve().parents[1] / "data" / "zookeeper" / "txn_in_flight"
+
+
+def test_a_snapshot_written_while_a_txn_was_applied_rebuilds_as_zookeeper_loads_it(tmp_path):
+    """Files of a real ZooKeeper 3.8 (tests/data/zookeeper/txn_in_flight, the logs cut after their last record):
+    snapshot.17 was written while closeSession 0x18 deleted its session's ephemerals, so one of them is already
+    missing although the trailer names 0x17 with the digest the log holds for 0x17. The rebuild replays 0x18 as
+    fuzzy and meets the digest logged with it; the oracle is a real ZooKeeper started on a copy of the files."""
+    from kazoo.client import KazooClient
+
+    from kafka_zk_audit_testing.zk_server import ZooKeeperServer, free_port
+
+    snapshot = read_snapshot(IN_FLIGHT / "version-2" / "snapshot.17")
+    assert snapshot.digest_zxid == snapshot.zxid == 0x17
+    assert "/consumers/bl_mall_etl/owners/topic2/1" not in snapshot.nodes  # deleted by 0x18, in flight
+    assert "/consumers/bl_mall_etl/owners/topic2/0" in snapshot.nodes  # not yet deleted when it was written
+
+    rebuilt = rebuild_tree(IN_FLIGHT, None)
+    assert rebuilt.digest_verified is True and Path(rebuilt.snapshot_file).name == "snapshot.17"
+
+    server = ZooKeeperServer(tmp_path / "zk", port=free_port())
+    shutil.copytree(IN_FLIGHT, server.data_dir / "data")
+    server.start()
+    try:
+        client = KazooClient(hosts=server.hosts)
+        client.start(timeout=15)
+        try:
+            live: dict[str, tuple[bytes, int, int, int]] = {}
+            pending = ["/"]
+            while pending:
+                path = pending.pop()
+                data, stat = client.get(path)
+                live[path] = (data or b"", stat.mzxid, stat.pzxid, stat.ephemeralOwner)
+                pending += [f"{path.rstrip('/')}/{child}" for child in client.get_children(path)]
+        finally:
+            client.stop()
+            client.close()
+    finally:
+        server.stop()
+    ours = {path: (node.data, node.mzxid, node.pzxid, node.ephemeral_owner) for path, node in rebuilt.nodes.items()}
+    internal = lambda path: path == "/zookeeper" or path.startswith("/zookeeper/")  # noqa: E731
+    assert {p: v for p, v in ours.items() if not internal(p)} == {p: v for p, v in live.items() if not internal(p)}
+    assert rebuilt.zxid == 0x1D

@@ -120,7 +120,7 @@ def _rebuild_tree(
         target = _zxid_at_time(logs, at_time, target, snapshots)
         say(f"--at-time {at_time.isoformat()} is zxid {target:#x}")
     snapshot, skipped = _newest_usable_snapshot(snapshots, target, say)
-    replayer = _Replayer(snapshot)
+    replayer = _Replayer(snapshot, lambda: _logged_digest(logs, snapshot.zxid))
     used_logs = [path for path in _logs_after(logs, snapshot.zxid) if target is None or log_start_zxid(path) <= target]
     say(f"snapshot {Path(snapshot.path).name}: {len(snapshot.nodes)} znodes; replaying {len(used_logs)} log file(s)")
     reached: list[int] = []
@@ -191,6 +191,18 @@ def _logs_after(logs: list[Path], zxid: int) -> list[Path]:
     return logs[first:]
 
 
+def _logged_digest(logs: list[Path], zxid: int) -> int | None:
+    """The tree digest the logs hold for txn ``zxid`` (None without that txn or without digests)."""
+    for path in _logs_after(logs, zxid - 1):
+        try:
+            txn = next(iter_txns(path, after_zxid=zxid - 1), None)
+        except TxnLogError:
+            return None
+        if txn is not None and txn.zxid == zxid:
+            return txn.digest
+    return None
+
+
 def _txns_in_order(
     logs: list[Path], after_zxid: int, up_to: int | None, past_target: list[int] | None = None
 ) -> Iterator[Txn]:
@@ -216,8 +228,13 @@ def _txns_in_order(
 class _Replayer:
     """Applies txns to the snapshot's tree as DataTree.processTxn does, keeping the tree digest."""
 
-    def __init__(self, snapshot: SnapshotFile) -> None:
+    def __init__(self, snapshot: SnapshotFile,
+                 digest_logged_at_snapshot: Callable[[], int | None] = lambda: None) -> None:
         self.snapshot = snapshot
+        # the digest the logs hold for the txn of the snapshot's own zxid (read when needed): it vouches for the
+        # trailer when a txn in flight makes the tree differ from it (_check_snapshot_digest)
+        self.digest_logged_at_snapshot = digest_logged_at_snapshot
+        self.trailer_deferred = False
         self.nodes = snapshot.nodes
         self.zxid = snapshot.zxid
         self.time_ms: int | None = None
@@ -272,7 +289,9 @@ class _Replayer:
             fuzzy = zxid <= self.fuzzy_end
             self.apply(txn, fuzzy)
             self.zxid, self.time_ms = zxid, txn.time_ms
-            if self.snapshot_digest_pending:
+            if self.trailer_deferred and zxid == self.fuzzy_end:
+                self._check_after_txn_in_flight(txn)
+            elif self.snapshot_digest_pending:
                 self._check_snapshot_digest()
             if txn.digest is not None and not self.snapshot_digest_pending and txn.zxid > self.fuzzy_end:
                 if txn.digest != self.digest:
@@ -284,6 +303,12 @@ class _Replayer:
                 self.digest_verified = True
 
     def finish(self, target: int | None, *, logs_go_past_target: bool = False) -> None:
+        if self.trailer_deferred:
+            raise OfflineFilesError(
+                f"tree digest mismatch at zxid {self.snapshot.zxid:#x} (snapshot {Path(self.snapshot.path).name}), "
+                "and the logs end before the next txn, which would show whether a txn in flight explains it: copy "
+                "the txn logs written after the snapshot, or use an older snapshot"
+            )
         if self.zxid < self.fuzzy_end:
             raise OfflineFilesError(
                 f"the logs end at zxid {self.zxid:#x}, before {self.fuzzy_end:#x} where snapshot "
@@ -305,12 +330,35 @@ class _Replayer:
     def _check_snapshot_digest(self) -> None:
         if not self.snapshot_digest_pending or self.zxid != self.snapshot.digest_zxid:
             return
+        if (self.digest != self.snapshot.digest and self.applied == 0
+                and self.snapshot.digest_zxid == self.snapshot.zxid
+                and self.digest_logged_at_snapshot() == self.snapshot.digest):
+            # ZooKeeper changes the tree before it moves lastProcessedZxid and the digest: a snapshot written while
+            # a txn was being applied (a closeSession deleting its ephemerals one by one) can hold part of it under
+            # a trailer that still names the previous zxid, with the digest the log confirms for that zxid. The
+            # txn in flight is then replayed as fuzzy, and the tree must meet the digest logged with it.
+            self.fuzzy_end = self.zxid + 1
+            self.trailer_deferred = True
+            return
         self.snapshot_digest_pending = False
         if self.digest != self.snapshot.digest:
             raise OfflineFilesError(
                 f"tree digest mismatch at zxid {self.zxid:#x} (snapshot {Path(self.snapshot.path).name} says "
                 f"{self.snapshot.digest:#x}, rebuilt {self.digest:#x}): the snapshot or the logs are corrupt; "
                 "use an older snapshot or another server's files"
+            )
+        self.digest_verified = True
+
+    def _check_after_txn_in_flight(self, txn: Txn) -> None:
+        """The deferred snapshot check: after the txn that was in flight, the tree meets its logged digest."""
+        self.trailer_deferred = self.snapshot_digest_pending = False
+        if txn.digest is None:
+            return  # a log without digests cannot confirm it: the tree stays unverified
+        if txn.digest != self.digest:
+            raise OfflineFilesError(
+                f"tree digest mismatch at zxid {self.snapshot.zxid:#x} (snapshot {Path(self.snapshot.path).name}) "
+                f"and after the next txn {txn.zxid:#x} (logged {txn.digest:#x}, rebuilt {self.digest:#x}): the "
+                "snapshot or the logs are corrupt; use an older snapshot or another server's files"
             )
         self.digest_verified = True
 
