@@ -100,6 +100,11 @@ def class_data_archive() -> Path | None:
     return root / f"spark-driver-{key}.jsa"
 
 
+def _mapping(archive: Path) -> tuple[str, ...]:
+    """The driver JVM options that map an existing archive."""
+    return f"-XX:SharedArchiveFile={archive}", _CDS_QUIET
+
+
 def _with_java_options(conf: Mapping[str, str], *options: str) -> dict[str, str]:
     return {**conf, DRIVER_JAVA_OPTIONS_KEY: " ".join([conf.get(DRIVER_JAVA_OPTIONS_KEY, ""), *options]).strip()}
 
@@ -138,7 +143,7 @@ def class_data_sharing(conf: Mapping[str, str]) -> Iterator[dict[str, str]]:
         yield dict(conf)
         return
     if archive.is_file():
-        yield _with_java_options(conf, f"-XX:SharedArchiveFile={archive}", _CDS_QUIET)
+        yield _with_java_options(conf, *_mapping(archive))
         return
     lock = _claim_writer(archive)
     if lock is None:
@@ -198,7 +203,7 @@ def get_spark(app_name: str, master: str | None = None, shuffle_partitions: int 
     builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
     if SparkContext._active_spark_context is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
         archive = class_data_archive()  # this session starts the JVM: map the archive when there is one
-        mapped = (f"-XX:SharedArchiveFile={archive}", _CDS_QUIET) if archive is not None and archive.is_file() else ()
+        mapped = _mapping(archive) if archive is not None and archive.is_file() else ()
         builder = builder.config(DRIVER_JAVA_OPTIONS_KEY, " ".join([DRIVER_JAVA_OPTIONS, *mapped]))
         if driver_memory:
             builder = builder.config("spark.driver.memory", driver_memory)

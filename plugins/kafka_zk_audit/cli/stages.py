@@ -12,6 +12,7 @@ settings or connection error (before anything starts), 3 could not complete.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -246,19 +247,17 @@ def spark_submit(app: str, app_args: list[str], master: str) -> int:
         env["SPARK_LOCAL_IP"] = "127.0.0.1"
     _say(f"spark-submit --master {master} {Path(app).name} {' '.join(app_args)}")
     code = 0
-    try:
-        with class_data_sharing(submit_conf()) as conf:
-            confs = [item for key, value in conf.items() for item in ("--conf", f"{key}={value}")]
-            cmd = [command, "--master", master, *confs, app, *app_args]
-            with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
-                assert proc.stdout is not None
-                for line in proc.stdout:
-                    sys.stderr.write(line)
-                code = proc.wait()
-            if code < 0:  # killed by a signal: the class-data archive it was writing may be cut short
-                raise ChildProcessError(code)
-    except ChildProcessError:
-        pass
+    # killed by a signal, the app raises ChildProcessError: the class-data archive it was writing is not kept
+    with contextlib.suppress(ChildProcessError), class_data_sharing(submit_conf()) as conf:
+        confs = [item for key, value in conf.items() for item in ("--conf", f"{key}={value}")]
+        cmd = [command, "--master", master, *confs, app, *app_args]
+        with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                sys.stderr.write(line)
+            code = proc.wait()
+        if code < 0:
+            raise ChildProcessError(code)
     return code
 
 

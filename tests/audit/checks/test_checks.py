@@ -397,12 +397,9 @@ EXPECTED_BROKEN = {
 
 
 SMALL_DATA_SETTINGS = {
-    # On a few rows, re-planning after every stage, spreading shuffles over several tasks and compiling
-    # generated code cost more than the queries themselves.
-    "spark.sql.adaptive.enabled": "false",
+    # The shared session already has the audit's small-batch settings (audit.session.size_spark_to: no code
+    # generation, no adaptive re-planning); on a few rows one shuffle partition is cheaper still.
     "spark.sql.shuffle.partitions": "1",
-    "spark.sql.codegen.wholeStage": "false",
-    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
 
 
