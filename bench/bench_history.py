@@ -8,8 +8,8 @@
    running Kafka cluster writes them (``bench_offline.churn``: partition-state setData, ISR-change notifications),
    half of the partition-state writes as the controller's multi (a check on /controller_epoch, then the setData),
    and stops the server.
-2. In its own process, one Spark session on local[2]: ``offline.changes.write_changes`` over the server's logs
-   with the chroot (logs → the change table in Parquet, what ``offline.history.run_history`` does first), three
+2. In its own process, one Spark session on local[2]: ``history.changes.write_changes`` over the server's logs
+   with the chroot (logs → the change table in Parquet, what ``history.job.run_history`` does first), three
    times in the same session (the first run pays for the JVM's and the Python workers' start; the best of the
    other two is the warm figure); then, as the baseline, the same rows decoded one txn at a time
    (``txnlog.iter_txns``, what the decoder did before the column-wise one) and written by Spark's own writer
@@ -62,7 +62,7 @@ def build_child(job: dict) -> dict:
     from pyspark.sql import functions as F
 
     from kafka_zk_audit.audit.session import get_spark
-    from kafka_zk_audit.offline import changes
+    from kafka_zk_audit.history import changes
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python workers (mapInArrow) import the package
     spark = get_spark("kafka-zk-audit bench history", master="local[2]", shuffle_partitions=2)
@@ -92,7 +92,7 @@ def one_txn_at_a_time(spark: Any, data_dir: str, target: str) -> None:
     """The baseline: every txn decoded by ``txnlog.iter_txns`` into Python rows, written by Spark's writer."""
     from unittest import mock
 
-    from kafka_zk_audit.offline import changes
+    from kafka_zk_audit.history import changes
 
     with mock.patch.object(changes, "decode_log", _decode_log_per_txn):
         changes.build_changes(spark, data_dir, chroot=f"/{CLUSTER}").write.mode("overwrite").parquet(target)
@@ -104,9 +104,9 @@ def _decode_log_per_txn(content: Any, name: str, chroot: str, first_zxid: Any, l
     turned into rows in Python (no window, no errors, no secret paths: the bench's logs)."""
     import pyarrow as pa
 
-    from kafka_zk_audit.offline.changes import _DECODED, _slow_rows
-    from kafka_zk_audit.offline.txncolumns import ROW_FIELDS
-    from kafka_zk_audit.offline.txnlog import iter_txns
+    from kafka_zk_audit.history.changes import _DECODED, _slow_rows
+    from kafka_zk_audit.history.txncolumns import ROW_FIELDS
+    from kafka_zk_audit.snapshot.files.txnlog import iter_txns
 
     append = _slow_rows(chroot.rstrip("/"))
     columns: dict[str, list] = {field: [] for field in (*ROW_FIELDS, "record")}
@@ -130,7 +130,7 @@ def run_child(job: dict) -> dict:
 def measure(work: Path, txns: int, topics: int = 500, data_dir: Path | None = None) -> dict:
     """Write ``txns`` txns into a private ZooKeeper under ``work`` (unless ``data_dir`` is given), then time the
     change-table build twice in one local[2] session; the figures."""
-    from kafka_zk_audit.offline.txnlog import log_files
+    from kafka_zk_audit.snapshot.files.txnlog import log_files
 
     load_start = os.getloadavg()[0]
     churn_seconds = None

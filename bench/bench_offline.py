@@ -99,7 +99,7 @@ def peak_rss_mb() -> float:
 def offline_child(job: dict) -> dict:
     """The offline rebuild, timed by phase from its progress messages (decode → replay → rows)."""
     from kafka_zk_audit.contract.warehouse import Warehouse, new_snapshot_id
-    from kafka_zk_audit.offline.rebuild import write_offline_snapshot
+    from kafka_zk_audit.snapshot.files.rebuild import write_offline_snapshot
 
     marks: list[tuple[float, str]] = []
     start = time.monotonic()
@@ -117,7 +117,7 @@ def offline_child(job: dict) -> dict:
 
 def logs_child(job: dict) -> dict:
     """iter_txns over every log: records and operations per second; and over the single-op logs alone."""
-    from kafka_zk_audit.offline.txnlog import iter_txns, log_files, log_start_zxid
+    from kafka_zk_audit.snapshot.files.txnlog import iter_txns, log_files, log_start_zxid
 
     records = ops = single_records = 0
     seconds = single_seconds = 0.0

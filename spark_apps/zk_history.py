@@ -8,7 +8,7 @@ Ships in the package as ``kafka_zk_audit.spark_apps``; ``kafka-zk-audit history`
 
 import sys
 
-from kafka_zk_audit.offline.history import main
+from kafka_zk_audit.history.job import main
 
 if __name__ == "__main__":
     sys.exit(main())

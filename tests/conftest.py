@@ -20,6 +20,7 @@ from kazoo.client import KazooClient
 from kafka_zk_audit_testing.zk_server import ZooKeeperServer, free_port
 from tests.system.fleet_run import system  # noqa: F401 (the shared system run: a session fixture)
 from tests.system.scheduled_run import installed, scheduled  # noqa: F401 (the scheduler's run: session fixtures)
+from tests.zk_files import zk_files  # noqa: F401 (ZooKeeper's own files: tests/snapshot/files, tests/history)
 
 REPO = Path(__file__).resolve().parents[1]
 _chroot_counter = itertools.count()
@@ -87,7 +88,7 @@ HISTORY_CHROOT = "/kafka"
 @pytest.fixture(scope="session")
 def history_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
     """A private ZooKeeper's data dir after kafka_zk_audit_testing.history_scenario's writes under /kafka (the server
-    stopped), and the scenario: the oracle of the history tests (tests/offline, tests/cli)."""
+    stopped), and the scenario: the oracle of the history tests (tests/history, tests/cli)."""
     from kafka_zk_audit_testing.history_scenario import run_scenario
 
     server = ZooKeeperServer(tmp_path_factory.mktemp("history-zk"), port=free_port()).start()
@@ -103,7 +104,7 @@ def history_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
 @pytest.fixture(scope="session")
 def zookeeper_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real ZooKeeper's dataDir after a small Kafka cluster was written into it, with several snapshots and logs
-    (snapCount 10), the server stopped: the files the offline sources fetch (tests/offline, tests/airflow)."""
+    (snapCount 10), the server stopped: the files the files sources fetch (tests/snapshot/files, tests/airflow)."""
     from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
 
     server = ZooKeeperServer(tmp_path_factory.mktemp("zk-files"), port=free_port(), extra_config=("snapCount=10",))

@@ -12,15 +12,15 @@ PACKAGE = PLUGINS / "kafka_zk_audit"
 TESTS = Path(__file__).resolve().parent
 
 # A stage may import its own modules and the stages of a lower rank only.
-# offline/ rebuilds snapshots like snapshot/ and audits change history with audit/'s parsers: it sits above both.
-RANK = {"contract": 0, "snapshot": 1, "audit": 1, "gate": 1, "report": 1, "offline": 2, "airflow": 3, "cli": 3,
+# history/ reads the files source of snapshot/ and audits change history with audit/'s parsers: it sits above both.
+RANK = {"contract": 0, "snapshot": 1, "audit": 1, "gate": 1, "report": 1, "history": 2, "airflow": 3, "cli": 3,
         "spark_apps": 4, "expectations": 4}
 # Where each third-party library may be imported (by stage).
 LIBRARY_STAGES = {
     "airflow": {"airflow"},
     "great_expectations_provider": {"airflow"},
     "great_expectations": {"gate"},
-    "kazoo": {"snapshot", "offline", "airflow", "cli"},  # offline/: kazoo's ACL records only, no client
+    "kazoo": {"snapshot", "airflow", "cli"},
 }
 
 

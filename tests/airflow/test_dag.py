@@ -104,8 +104,8 @@ def test_manual_only_and_a_broken_settings_file_is_an_import_error(tmp_path):
 
 
 def test_from_files_at_zxid_and_at_time_apply_to_the_clusters_that_read_files():
-    from kafka_zk_audit.offline.sources import FilesSourceError
-    from kafka_zk_audit.offline.targets import plan_files
+    from kafka_zk_audit.snapshot.files.sources import FilesSourceError
+    from kafka_zk_audit.snapshot.targets import plan_files
 
     default = [{"cluster": "default", "zk_conn_id": None, "files": None}]
     planned = plan_files(default, {"from_files": "/var/lib/zookeeper", "at_zxid": "0x1f", "at_time": None})

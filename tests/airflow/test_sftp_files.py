@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from kafka_zk_audit.airflow.hooks.zookeeper_files import sftp_zookeeper_files
-from kafka_zk_audit.offline.replay import rebuild_tree
-from kafka_zk_audit.offline.sources import FilesSourceError
+from kafka_zk_audit.snapshot.files.replay import rebuild_tree
+from kafka_zk_audit.snapshot.files.sources import FilesSourceError
 from kafka_zk_audit_testing.zk_server import free_port
 
 SSHD = "/usr/sbin/sshd"

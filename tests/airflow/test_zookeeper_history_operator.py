@@ -17,7 +17,7 @@ from kafka_zk_audit.airflow.hooks.zookeeper_files import cluster_zookeeper_files
 from kafka_zk_audit.airflow.operators.zookeeper_history import ZooKeeperHistoryOperator, history_app_path
 from kafka_zk_audit.audit.session import submit_conf
 from kafka_zk_audit.contract.warehouse import Warehouse
-from kafka_zk_audit.offline.history_task import next_history_zxid, previous_history
+from kafka_zk_audit.history.task import next_history_zxid, previous_history
 from tests.airflow.dag_runs import run_dag
 
 
@@ -127,7 +127,7 @@ def test_execute_in_a_dag_run_submits_each_window_and_skips_the_clusters_without
 
     The runs stop at the Spark provider's hook: ``SparkSubmitHook.submit`` records the command line the hook builds
     (``_build_spark_submit_command``, the provider's own) and writes the ``history.json`` the app would, instead of
-    starting spark-submit and its JVM (the app itself is tested in tests/offline and tests/cli)."""
+    starting spark-submit and its JVM (the app itself is tested in tests/history and tests/cli)."""
     held = sorted(path.name for path in (zookeeper_data / "version-2").iterdir())
     newest_snapshot = max(int(name.split(".")[1], 16) for name in held if name.startswith("snapshot."))
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_TEST", json.dumps({"conn_type": "spark", "host": "local[2]"}))

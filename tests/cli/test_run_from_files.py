@@ -19,7 +19,7 @@ def test_usage_errors_of_from_files_exit_2(cli_env, tmp_path):  # noqa: F811
 
 def test_from_files_becomes_the_runs_files_params(tmp_path):
     """What ``run --from-files`` hands the DAG (the whole run on a cluster's files: tests/system/test_files_dag.py;
-    the rebuilt rows against a live walk: tests/offline/test_rebuild.py)."""
+    the rebuilt rows against a live walk: tests/snapshot/files/test_rebuild.py)."""
     import argparse
 
     from kafka_zk_audit.cli.main import _files_params

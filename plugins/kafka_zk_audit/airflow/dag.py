@@ -125,8 +125,8 @@ def build_dag(settings_path: str | None = None) -> DAG:
         @task(task_id="clusters", retries=0)
         def plan_clusters(zk_conn_id: str, audit_config: str | None, **context: Any) -> list[dict[str, Any]]:
             """One entry per cluster to audit, with the run's from_files, at_zxid and at_time applied."""
-            from kafka_zk_audit.offline.sources import FilesSourceError
-            from kafka_zk_audit.offline.targets import plan_targets
+            from kafka_zk_audit.snapshot.files.sources import FilesSourceError
+            from kafka_zk_audit.snapshot.targets import plan_targets
 
             try:
                 return plan_targets(load_config(audit_config or None), zk_conn_id, context["params"])

@@ -1,6 +1,6 @@
 """``kafka-zk-audit history --from-files DIR``: what happened between runs, from ZooKeeper's transaction logs.
 
-Runs the packaged Spark app ``zk_history.py`` (``kafka_zk_audit.offline.history``) with spark-submit and prints
+Runs the packaged Spark app ``zk_history.py`` (``kafka_zk_audit.history.job``) with spark-submit and prints
 its summary (``--json``: ``history.json``). ``--min-interval`` defaults to the setting ``history.min_interval`` of
 ``--config`` (1s in the packaged defaults). Exit codes as for the other stages: 0 done, 2 usage, 3 could not
 complete (or a log could not be read to its end).
@@ -39,7 +39,7 @@ def format_history(summary: dict[str, Any]) -> str:
 
 def history(args: argparse.Namespace) -> int:
     """spark-submit the history app on ``--from-files`` and print its summary."""
-    from kafka_zk_audit.offline.history import history_dir, new_history_id
+    from kafka_zk_audit.history.job import history_dir, new_history_id
 
     files = Path(args.from_files)
     if not files.is_dir():

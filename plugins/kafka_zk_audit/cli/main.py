@@ -219,7 +219,7 @@ def _find_fleet(warehouse: Warehouse, label: str) -> tuple[dict[str, Any], str] 
 def _files_params(args: argparse.Namespace, cluster_count: int) -> tuple[dict[str, Any], str | None]:
     """The DAG params of ``--from-files``/``--at-zxid``/``--at-time`` (a local folder made absolute), or the
     problem."""
-    from kafka_zk_audit.offline.sources import FilesSourceError, check_location, parse_at_time, parse_at_zxid
+    from kafka_zk_audit.snapshot.files.sources import FilesSourceError, check_location, parse_at_time, parse_at_zxid
 
     params: dict[str, Any] = {}
     try:
@@ -294,7 +294,7 @@ def run(args: argparse.Namespace) -> int:
     log_path = Path(env["AIRFLOW_HOME"]) / "logs" / f"kafka-zk-audit-{label}.log"
     what = ", ".join(f"{c['name']} ({c['zk_conn_id']})" for c in clusters) or ", ".join(cfg.cluster_names())
     if args.from_files:
-        from kafka_zk_audit.offline.sources import safe_location
+        from kafka_zk_audit.snapshot.files.sources import safe_location
 
         what = f"{what or 'default'} from the ZooKeeper files in {safe_location(args.from_files)}"
     print(f"running DAG kafka_zk_audit for {what}; warehouse {warehouse.root}", file=sys.stderr)

@@ -197,9 +197,9 @@ def take_offline_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | No
     import logging
 
     from kafka_zk_audit.cli.main import _named
-    from kafka_zk_audit.offline.rebuild import write_new_offline_snapshot
-    from kafka_zk_audit.offline.replay import OfflineFilesError
-    from kafka_zk_audit.offline.sources import FilesSourceError, parse_at_time, parse_at_zxid
+    from kafka_zk_audit.snapshot.files.rebuild import write_new_offline_snapshot
+    from kafka_zk_audit.snapshot.files.replay import OfflineFilesError
+    from kafka_zk_audit.snapshot.files.sources import FilesSourceError, parse_at_time, parse_at_zxid
     from kafka_zk_audit.snapshot.walker import SnapshotOptions
 
     cfg, _, problem = _settings_file(args.config)

@@ -2,7 +2,7 @@
 an fsspec URL, or a local folder in place; :func:`cluster_zookeeper_files` is what the snapshot and history tasks use.
 
 The SFTP connection (conn type ``sftp``) holds the host, the user and the key file or password; none of them is
-logged or passed on a command line. Only what a rebuild needs is fetched (``kafka_zk_audit.offline.sources``
+logged or passed on a command line. Only what a rebuild needs is fetched (``kafka_zk_audit.snapshot.files.sources``
 decides what), into a temporary directory removed after use.
 """
 
@@ -18,7 +18,7 @@ from typing import IO, Any
 from airflow.providers.sftp.hooks.sftp import SFTPHook
 from paramiko import SSHException
 
-from kafka_zk_audit.offline.sources import (
+from kafka_zk_audit.snapshot.files.sources import (
     FilesSourceError,
     RemoteFile,
     StagedFiles,

@@ -3,7 +3,7 @@
 One task per cluster. A cluster with a ``files`` setting has its files fetched the way the snapshot task fetches
 them (SFTP, fsspec or a local folder, :func:`~kafka_zk_audit.airflow.hooks.zookeeper_files.cluster_zookeeper_files`)
 and the packaged ``zk_history.py`` reads the transaction logs from the zxid after the cluster's previous history to
-their end; :mod:`kafka_zk_audit.offline.history_task` decides whether it runs, its window and the app's arguments.
+their end; :mod:`kafka_zk_audit.history.task` decides whether it runs, its window and the app's arguments.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class ZooKeeperHistoryOperator(AuditSparkSubmitOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:
         from kafka_zk_audit.airflow.hooks.zookeeper_files import cluster_zookeeper_files
-        from kafka_zk_audit.offline.history_task import (
+        from kafka_zk_audit.history.task import (
             history_skip_reason,
             logged_since,
             plan_history,

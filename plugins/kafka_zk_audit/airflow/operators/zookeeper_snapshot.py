@@ -84,7 +84,7 @@ class ZooKeeperSnapshotOperator(BaseOperator):
     def _snapshot_from_files(self, warehouse: Warehouse, suffix: str) -> dict[str, Any]:
         """Fetch the cluster's ZooKeeper files (SFTP or fsspec) and rebuild the snapshot from them."""
         from kafka_zk_audit.airflow.hooks.zookeeper_files import cluster_zookeeper_files
-        from kafka_zk_audit.offline.files_snapshot import snapshot_from_files
+        from kafka_zk_audit.snapshot.files.take import snapshot_from_files
 
         settings = connection_settings(self.zk_conn_id)  # names the ensemble (and its chroot) in the manifest
         if settings is None and self.zk_conn_id:

@@ -1,10 +1,10 @@
-"""One private ZooKeeper whose own files (several snapshots, several logs) the offline tests read.
+"""One private ZooKeeper whose own files (several snapshots, several logs) the files-source and history tests read.
 
-``zk_files`` (session-scoped, shared by every test of tests/offline) starts a real ZooKeeper with a small
-``snapCount`` and a separate ``dataLogDir``, writes a simulated Kafka cluster under ``/kafka`` and then a
-few hundred more writes of every kind Kafka and its tools make (setData, deletes, a multi, an ACL change, an
-ephemeral owner's session closed). At two moments it takes a live snapshot with the walker — the oracle of
-the offline rebuild — and records the server's zxid and time. The server is stopped at the end so the logs
+``zk_files`` (session-scoped, shared by tests/snapshot/files and tests/history through tests/conftest.py) starts a
+real ZooKeeper with a small ``snapCount`` and a separate ``dataLogDir``, writes a simulated Kafka cluster under
+``/kafka`` and then a few hundred more writes of every kind Kafka and its tools make (setData, deletes, a multi, an
+ACL change, an ephemeral owner's session closed). At two moments it takes a live snapshot with the walker —
+the oracle of the files rebuild — and records the server's zxid and time. The server is stopped at the end so the logs
 are complete; the files stay for the whole session (treat them as read-only: copy before corrupting).
 """
 

@@ -29,9 +29,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kafka_zk_audit.offline.arrow_views import VIEW_BUFFER_SPAN, heads, view_array, views
-from kafka_zk_audit.offline.jute import Acl, JuteEOFError, JuteReader
-from kafka_zk_audit.offline.txnlog import zxid_named_files
+from kafka_zk_audit.snapshot.files.arrow_views import VIEW_BUFFER_SPAN, heads, view_array, views
+from kafka_zk_audit.snapshot.files.jute import Acl, JuteEOFError, JuteReader
+from kafka_zk_audit.snapshot.files.txnlog import zxid_named_files
 
 SNAP_MAGIC = 0x5A4B534E  # "ZKSN"
 SNAP_VERSION = 2

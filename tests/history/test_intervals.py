@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_zk_audit.offline import intervals
-from kafka_zk_audit.offline.changes import base_rows, build_changes, with_session_deletes
-from kafka_zk_audit.offline.replay import rebuild_tree
+from kafka_zk_audit.history import intervals
+from kafka_zk_audit.history.changes import base_rows, build_changes, with_session_deletes
+from kafka_zk_audit.snapshot.files.replay import rebuild_tree
 
 CHROOT = "/kafka"
 

@@ -3,8 +3,8 @@
 Reads the transaction logs (and the snapshot + logs before them, for the base state) and writes only under
 ``<warehouse>/history/<history_id>/``::
 
-    changes/               the change table (offline.changes.CHANGES), base rows included
-    intervals/             the intervals at least ``min_interval`` long (offline.intervals.INTERVAL_COLUMNS)
+    changes/               the change table (history.changes.CHANGES), base rows included
+    intervals/             the intervals at least ``min_interval`` long (history.intervals.INTERVAL_COLUMNS)
     controller_timeline/   one row per /controller holder, with the gap before it
     leadership/            one row per partition state (leader, leader_epoch, isr, from/to)
     timeline.html          standalone page: failovers, intervals per check, leadership changes
@@ -32,8 +32,8 @@ from kafka_zk_audit.audit.keyed_io import arrow_frame
 from kafka_zk_audit.audit.session import size_spark_to
 from kafka_zk_audit.contract.settings import parse_duration
 from kafka_zk_audit.contract.warehouse import Warehouse
-from kafka_zk_audit.offline.changes import LOG_ERROR, base_rows, with_session_deletes, write_changes
-from kafka_zk_audit.offline.intervals import (
+from kafka_zk_audit.history.changes import LOG_ERROR, base_rows, with_session_deletes, write_changes
+from kafka_zk_audit.history.intervals import (
     DEFAULT_MIN_INTERVAL_MS,
     all_intervals,
     controller_failovers,
@@ -62,7 +62,7 @@ def _iso(value: Any) -> str | None:
 def _base(spark: SparkSession, files_dir: str, log_dir: str | None, first_zxid: int, chroot: str,
           key: bytes | None, first_time_ms: int | None) -> tuple[DataFrame | None, dict[str, Any]]:
     """The base rows at ``first_zxid - 1`` and what was rebuilt; (None, why) when the files cannot give it."""
-    from kafka_zk_audit.offline.replay import rebuild_tree
+    from kafka_zk_audit.snapshot.files.replay import rebuild_tree
 
     try:
         tree = rebuild_tree(files_dir, log_dir, at_zxid=first_zxid - 1)
@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     from kafka_zk_audit.audit.session import get_spark
-    from kafka_zk_audit.offline.sources import parse_at_zxid
+    from kafka_zk_audit.snapshot.files.sources import parse_at_zxid
 
     parser = argparse.ArgumentParser(description="kafka-zk-audit: the history of ZooKeeper's transaction logs")
     parser.add_argument("--warehouse", required=True)

@@ -24,9 +24,9 @@ import pyarrow.compute as pc
 from kazoo.security import ACL, Id
 
 from kafka_zk_audit.contract.warehouse import Warehouse, validate_snapshot_id
-from kafka_zk_audit.offline.replay import OfflineFilesError, RebuiltTree, cycle_collector_paused, rebuild_tree
-from kafka_zk_audit.offline.snapfile import NodeTable
 from kafka_zk_audit.snapshot.connection import ZkSettings
+from kafka_zk_audit.snapshot.files.replay import OfflineFilesError, RebuiltTree, cycle_collector_paused, rebuild_tree
+from kafka_zk_audit.snapshot.files.snapfile import NodeTable
 from kafka_zk_audit.snapshot.secrets import SECRET_PATHS, Fingerprinter, warehouse_key
 from kafka_zk_audit.snapshot.walker import (
     ARROW_SCHEMA,

@@ -9,8 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from kafka_zk_audit.contract.warehouse import Warehouse, read_manifest
-from kafka_zk_audit.offline.rebuild import write_new_offline_snapshot, write_offline_snapshot
-from kafka_zk_audit.offline.replay import OfflineFilesError
+from kafka_zk_audit.snapshot.files.rebuild import write_new_offline_snapshot, write_offline_snapshot
+from kafka_zk_audit.snapshot.files.replay import OfflineFilesError
 from kafka_zk_audit.snapshot.secrets import key_path
 from kafka_zk_audit.snapshot.walker import ARROW_SCHEMA, SnapshotOptions
 

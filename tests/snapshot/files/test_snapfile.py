@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_zk_audit.offline.snapfile import (
+from kafka_zk_audit.snapshot.files.snapfile import (
     DIGEST_TRAILER,
     SEAL_SIZE,
     SnapshotFileError,

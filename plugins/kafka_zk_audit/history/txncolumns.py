@@ -17,8 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kafka_zk_audit.offline.arrow_views import VIEW_BUFFER_SPAN, slices
-from kafka_zk_audit.offline.txnlog import (
+from kafka_zk_audit.snapshot.files.arrow_views import VIEW_BUFFER_SPAN, slices
+from kafka_zk_audit.snapshot.files.txnlog import (
     DECODE_ERRORS,
     TXN_HEADER,
     Txn,

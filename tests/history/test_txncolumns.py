@@ -1,4 +1,4 @@
-"""The column-wise decoder of the change table (``offline.txncolumns`` behind ``changes.decode_log``).
+"""The column-wise decoder of the change table (``history.txncolumns`` behind ``changes.decode_log``).
 
 The oracle is ``txnlog.iter_txns`` (checked against ZooKeeper's own TxnLogToolkit in test_txnlog.py), turned into
 rows here by the rules the change table's doc states, one txn at a time with no numpy: the column-wise decoder must
@@ -17,8 +17,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from kafka_zk_audit.offline.changes import LOG_ERROR, SECRET_PATHS, decode_log, relative_path
-from kafka_zk_audit.offline.txnlog import TxnLogError, iter_txns, log_files
+from kafka_zk_audit.history.changes import LOG_ERROR, SECRET_PATHS, decode_log, relative_path
+from kafka_zk_audit.snapshot.files.txnlog import TxnLogError, iter_txns, log_files
 
 
 def scrub(path: str, data: bytes) -> bytes:
@@ -220,7 +220,7 @@ def test_not_a_log_is_one_error_row() -> None:
 
 def test_write_changes_gives_the_rows_of_build_changes(spark, zk_files, tmp_path: Path) -> None:
     """The pyarrow parts a local master writes hold what Spark's own writer would, types and all."""
-    from kafka_zk_audit.offline.changes import CHANGES, build_changes, write_changes
+    from kafka_zk_audit.history.changes import CHANGES, build_changes, write_changes
 
     target = tmp_path / "changes"
     (target / "stale").mkdir(parents=True)  # replaced, not added to
@@ -235,7 +235,7 @@ def test_write_changes_gives_the_rows_of_build_changes(spark, zk_files, tmp_path
 
 
 def test_only_the_rare_shapes_go_one_by_one() -> None:
-    from kafka_zk_audit.offline.txncolumns import change_rows
+    from kafka_zk_audit.history.txncolumns import change_rows
 
     slow: list[str] = []
     change_rows(_log(*crafted()), "the log", "/kafka", None, None,

@@ -8,9 +8,9 @@ from collections import Counter
 
 import pytest
 
-from kafka_zk_audit.offline.history_task import logged_since
-from kafka_zk_audit.offline.sources import StagedFiles
-from kafka_zk_audit.offline.txnlog import RECORD_HEAD, TxnLogError, iter_txns, log_files
+from kafka_zk_audit.history.task import logged_since
+from kafka_zk_audit.snapshot.files.sources import StagedFiles
+from kafka_zk_audit.snapshot.files.txnlog import RECORD_HEAD, TxnLogError, iter_txns, log_files
 
 from .java_tools import txn_log_toolkit
 

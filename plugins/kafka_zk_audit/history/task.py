@@ -19,7 +19,7 @@ from typing import Any
 
 from kafka_zk_audit.contract.settings import HistoryConfig, seconds_text
 from kafka_zk_audit.contract.warehouse import Warehouse
-from kafka_zk_audit.offline.sources import FilesSourceError, StagedFiles
+from kafka_zk_audit.snapshot.files.sources import FilesSourceError, StagedFiles
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ def logged_since(staged: StagedFiles, from_zxid: int | None) -> bool:
     """Whether the staged logs hold a transaction at or after ``from_zxid`` (always true the first time, or when a
     log cannot be read: the app then reports it). Only the newest logs are read, and only up to the first such
     transaction: no Spark application for a window the cluster wrote nothing in."""
-    from kafka_zk_audit.offline.txnlog import TxnLogError, iter_txns, log_files, log_start_zxid
+    from kafka_zk_audit.snapshot.files.txnlog import TxnLogError, iter_txns, log_files, log_start_zxid
 
     if from_zxid is None:
         return True
@@ -156,7 +156,7 @@ def plan_history(warehouse: Warehouse, cluster: str | None, settings: HistoryCon
                  history_id: str | None = None) -> HistoryPlan:
     """The next history of ``cluster``: a new id, and its window from the cluster's previous history on."""
     if history_id is None:
-        from kafka_zk_audit.offline.history import new_history_id
+        from kafka_zk_audit.history.job import new_history_id
 
         history_id = new_history_id()
     return HistoryPlan(warehouse, cluster, history_id, next_history_zxid(warehouse, cluster), chroot or "",

@@ -1,6 +1,6 @@
 """Between-run violations: from the change table, the intervals during which an invariant Kafka keeps was broken.
 
-Every function is DataFrame -> DataFrame. The change table (``offline.changes.CHANGES``) is first turned into
+Every function is DataFrame -> DataFrame. The change table (``history.changes.CHANGES``) is first turned into
 the states each znode went through (``znode_versions``: a state is valid from its zxid until the next change of
 that path), those states are parsed by the live audit's own normalizer (a malformed state is unknown, never a
 violation), and the states of the znodes one invariant reads are lined up per subject (``as_of``: at every

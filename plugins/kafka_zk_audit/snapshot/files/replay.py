@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from kafka_zk_audit.offline.snapfile import (
+from kafka_zk_audit.snapshot.files.snapfile import (
     Node,
     NodeMap,
     SnapshotFile,
@@ -31,7 +31,15 @@ from kafka_zk_audit.offline.snapfile import (
     snapshot_zxid,
     tree_digest,
 )
-from kafka_zk_audit.offline.txnlog import CREATE_OPS, Txn, TxnLogError, TxnOp, iter_txns, log_files, log_start_zxid
+from kafka_zk_audit.snapshot.files.txnlog import (
+    CREATE_OPS,
+    Txn,
+    TxnLogError,
+    TxnOp,
+    iter_txns,
+    log_files,
+    log_start_zxid,
+)
 
 __all__ = ["Node", "OfflineFilesError", "RebuiltTree", "cycle_collector_paused", "rebuild_tree"]
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from kafka_zk_audit.offline.replay import OfflineFilesError, rebuild_tree
-from kafka_zk_audit.offline.snapfile import read_snapshot, snapshot_files, snapshot_zxid
-from kafka_zk_audit.offline.txnlog import RECORD_HEAD, log_files
+from kafka_zk_audit.snapshot.files.replay import OfflineFilesError, rebuild_tree
+from kafka_zk_audit.snapshot.files.snapfile import read_snapshot, snapshot_files, snapshot_zxid
+from kafka_zk_audit.snapshot.files.txnlog import RECORD_HEAD, log_files
 
 from .test_snapfile import altered_digest
 
@@ -104,7 +104,7 @@ def test_no_snapshot_or_a_target_before_every_snapshot_is_refused(zk_files, tmp_
         rebuild_tree(zk_files.data_dir, zk_files.log_dir, at_zxid=zk_files.final_zxid + 1)
 
 
-IN_FLIGHT = Path(__file__).resolve().parents[1] / "data" / "zookeeper" / "txn_in_flight"
+IN_FLIGHT = Path(__file__).resolve().parents[2] / "data" / "zookeeper" / "txn_in_flight"
 
 
 def test_a_snapshot_written_while_a_txn_was_applied_rebuilds_as_zookeeper_loads_it(tmp_path):

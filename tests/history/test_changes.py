@@ -9,7 +9,7 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError
 
-from kafka_zk_audit.offline.changes import CHANGES, build_changes, with_session_deletes
+from kafka_zk_audit.history.changes import CHANGES, build_changes, with_session_deletes
 from kafka_zk_audit_testing.zk_server import ZooKeeperServer, free_port
 
 CHROOT = "/cluster"
@@ -108,8 +108,8 @@ def test_secret_data_never_reaches_the_table(rows) -> None:
 
 
 def test_a_log_cut_in_ranges_gives_the_rows_of_the_whole_file(spark, logged, monkeypatch) -> None:
-    from kafka_zk_audit.offline import changes
-    from kafka_zk_audit.offline.txnlog import iter_txns, log_files
+    from kafka_zk_audit.history import changes
+    from kafka_zk_audit.snapshot.files.txnlog import iter_txns, log_files
 
     data_dir, _ = logged
     whole = sorted(tuple(r) for r in build_changes(spark, str(data_dir), chroot=CHROOT).collect())
@@ -129,8 +129,8 @@ def test_a_log_cut_in_ranges_gives_the_rows_of_the_whole_file(spark, logged, mon
 
 
 def test_a_corrupt_record_is_reported_and_what_came_before_stands(spark, logged, tmp_path) -> None:
-    from kafka_zk_audit.offline.changes import LOG_ERROR
-    from kafka_zk_audit.offline.txnlog import RECORD_HEAD, iter_txns, log_files
+    from kafka_zk_audit.history.changes import LOG_ERROR
+    from kafka_zk_audit.snapshot.files.txnlog import RECORD_HEAD, iter_txns, log_files
 
     data_dir, _ = logged
     log = log_files(data_dir)[0]

@@ -1,8 +1,8 @@
 """Transaction logs into a change table in Spark: one row per operation that changed a znode.
 
 ``build_changes`` decodes the ``log.<hex>`` files on the executors inside ``mapInArrow``, column-wise
-(``offline.txncolumns``: the records' headers and the common bodies read as numpy gathers; the rest one txn at a
-time with ``offline.txnlog``); no row passes through the driver. ``write_changes`` writes the table as Parquet:
+(``history.txncolumns``: the records' headers and the common bodies read as numpy gathers; the rest one txn at a
+time with ``snapshot.files.txnlog``); no row passes through the driver. ``write_changes`` writes the table as Parquet:
 with a local master each task writes its own part with pyarrow, the rows never entering the JVM. With a local
 master (the files are on the executors' disk) a file is cut at record boundaries into ranges (``log_ranges``: about
 two per core in all), each a task that reads its bytes from the file, so that one 64 MiB log is decoded by every
@@ -58,10 +58,10 @@ from pyspark.sql.types import (
 )
 
 from kafka_zk_audit.contract.secrets import SECRET_DATA_PATHS, SECRET_VALUE_PATHS
-from kafka_zk_audit.offline.intervals import BASE, CHECKED_PATHS, znode_versions
-from kafka_zk_audit.offline.snapfile import NodeMap
-from kafka_zk_audit.offline.txncolumns import SlowRows, change_rows, secret_rows
-from kafka_zk_audit.offline.txnlog import END_OF_RECORD, FILE_HEADER, RECORD_HEAD, TXN_HEADER, Txn, log_files
+from kafka_zk_audit.history.intervals import BASE, CHECKED_PATHS, znode_versions
+from kafka_zk_audit.history.txncolumns import SlowRows, change_rows, secret_rows
+from kafka_zk_audit.snapshot.files.snapfile import NodeMap
+from kafka_zk_audit.snapshot.files.txnlog import END_OF_RECORD, FILE_HEADER, RECORD_HEAD, TXN_HEADER, Txn, log_files
 
 CHANGES = StructType([
     StructField("zxid", LongType()), StructField("op_index", IntegerType()), StructField("time", TimestampType()),

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafka_zk_audit.offline.jute import JuteEOFError
+from kafka_zk_audit.snapshot.files.jute import JuteEOFError
 
 LOG_MAGIC = 0x5A4B4C47  # "ZKLG"
 LOG_VERSION = 2

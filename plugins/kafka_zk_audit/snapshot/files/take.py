@@ -13,8 +13,8 @@ from datetime import datetime
 from typing import Any
 
 from kafka_zk_audit.contract.warehouse import Warehouse
-from kafka_zk_audit.offline.sources import StagedFiles, parse_at_time, parse_at_zxid
 from kafka_zk_audit.snapshot.connection import ZkSettings
+from kafka_zk_audit.snapshot.files.sources import StagedFiles, parse_at_time, parse_at_zxid
 from kafka_zk_audit.snapshot.walker import SnapshotOptions
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ def snapshot_from_files(fetch: Callable[..., AbstractContextManager[StagedFiles]
     ``fetch(at_zxid=…, at_time=…)`` and write the rebuilt snapshot under a new id; returns its manifest.
 
     ``settings`` (the cluster's ZooKeeper connection, when it has one) names the ensemble and its chroot."""
-    from kafka_zk_audit.offline.rebuild import write_new_offline_snapshot
+    from kafka_zk_audit.snapshot.files.rebuild import write_new_offline_snapshot
 
     zxid, moment = parse_at_zxid(at_zxid), parse_at_time(at_time)
     with fetch(at_zxid=zxid, at_time=moment) as staged:

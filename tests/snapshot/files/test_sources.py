@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_zk_audit.offline.sources import (
+from kafka_zk_audit.snapshot.files.sources import (
     FilesSourceError,
     RemoteFile,
     copy_log,
@@ -22,7 +22,7 @@ from kafka_zk_audit.offline.sources import (
     safe_location,
     zookeeper_files,
 )
-from kafka_zk_audit.offline.txnlog import iter_txns
+from kafka_zk_audit.snapshot.files.txnlog import iter_txns
 from kafka_zk_audit_testing.zk_server import free_port
 
 
@@ -157,7 +157,7 @@ def test_a_file_url_and_a_log_dir_apart(zookeeper_data, tmp_path):
 
 
 def test_a_rebuild_from_fetched_files_equals_one_from_the_original(http_root, zookeeper_data):
-    from kafka_zk_audit.offline.replay import rebuild_tree
+    from kafka_zk_audit.snapshot.files.replay import rebuild_tree
 
     with zookeeper_files(http_root + "data/") as staged:
         fetched = rebuild_tree(staged.data_dir)
@@ -168,7 +168,7 @@ def test_a_rebuild_from_fetched_files_equals_one_from_the_original(http_root, zo
 
 def test_a_snapshot_from_fetched_files_is_named_by_their_origin_not_the_staging_folder(http_root, tmp_path):
     from kafka_zk_audit.contract.warehouse import Warehouse
-    from kafka_zk_audit.offline.rebuild import write_new_offline_snapshot
+    from kafka_zk_audit.snapshot.files.rebuild import write_new_offline_snapshot
 
     warehouse = Warehouse(str(tmp_path / "wh"))
     with zookeeper_files(http_root + "data/") as staged:

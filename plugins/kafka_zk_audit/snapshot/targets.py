@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafka_zk_audit.contract.settings import AuditConfig
-from kafka_zk_audit.offline.sources import FilesSourceError, parse_at_time, parse_at_zxid
+from kafka_zk_audit.snapshot.files.sources import FilesSourceError, parse_at_time, parse_at_zxid
 
 DEFAULT_CLUSTER = "default"
 
