@@ -32,9 +32,10 @@ from bench_audit import SPARK_APP
 from kazoo.client import KazooClient
 
 from kafka_zk_audit.audit.session import class_data_archive, class_data_sharing, submit_conf
+from kafka_zk_audit.contract.snapshot_options import SnapshotOptions
 from kafka_zk_audit.contract.warehouse import Warehouse, new_snapshot_id
 from kafka_zk_audit.snapshot.connection import ZkSettings
-from kafka_zk_audit.snapshot.walker import SnapshotOptions, write_snapshot
+from kafka_zk_audit.snapshot.live import write_snapshot
 from kafka_zk_audit_testing.simulator import Simulator
 from kafka_zk_audit_testing.zk_server import ZooKeeperServer, free_port
 

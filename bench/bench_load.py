@@ -164,9 +164,10 @@ def run_client(hosts: str, out: Path) -> None:
 
 def run_snapshot(hosts: str, warehouse_root: str, name: str, overrides: dict[str, Any]) -> None:
     """``write_snapshot`` of the whole tree with ``SnapshotOptions(**overrides)``; prints its window and figures."""
+    from kafka_zk_audit.contract.snapshot_options import SnapshotOptions
     from kafka_zk_audit.contract.warehouse import Warehouse, new_snapshot_id
     from kafka_zk_audit.snapshot.connection import ZkSettings, split_hosts_and_chroot
-    from kafka_zk_audit.snapshot.walker import SnapshotOptions, write_snapshot
+    from kafka_zk_audit.snapshot.live import write_snapshot
 
     servers, chroot = split_hosts_and_chroot(hosts)
     settings = ZkSettings(hosts=servers, chroot=chroot)

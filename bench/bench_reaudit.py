@@ -25,9 +25,10 @@ from pathlib import Path
 
 from kazoo.client import KazooClient
 
+from kafka_zk_audit.contract.snapshot_options import SnapshotOptions
 from kafka_zk_audit.contract.warehouse import Warehouse, new_snapshot_id
 from kafka_zk_audit.snapshot.connection import ZkSettings
-from kafka_zk_audit.snapshot.walker import SnapshotOptions, write_snapshot
+from kafka_zk_audit.snapshot.live import write_snapshot
 from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
 from kafka_zk_audit_testing.spark_cluster import standalone_cluster
 from kafka_zk_audit_testing.zk_server import ZooKeeperServer, free_port

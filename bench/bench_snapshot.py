@@ -128,9 +128,10 @@ def read_ceiling(hosts: str) -> int:
 
 def read_snapshot(hosts: str, warehouse: str, read_mode: str, connections: int, paced: bool) -> dict:
     """The project's snapshot into a warehouse; its manifest."""
+    from kafka_zk_audit.contract.snapshot_options import SnapshotOptions
     from kafka_zk_audit.contract.warehouse import Warehouse, new_snapshot_id
     from kafka_zk_audit.snapshot.connection import ZkSettings, split_hosts_and_chroot
-    from kafka_zk_audit.snapshot.walker import SnapshotOptions, write_snapshot
+    from kafka_zk_audit.snapshot.live import write_snapshot
 
     host_list, chroot = split_hosts_and_chroot(hosts)
     settings = ZkSettings(hosts=host_list, chroot=chroot)

@@ -39,9 +39,10 @@ def snapshot_cluster(hosts: str, name: str, args: argparse.Namespace, warehouse:
     """Write a simulated cluster under /<name> and snapshot it; returns the snapshot id."""
     from kazoo.client import KazooClient
 
+    from kafka_zk_audit.contract.snapshot_options import SnapshotOptions
     from kafka_zk_audit.contract.warehouse import new_snapshot_id
     from kafka_zk_audit.snapshot.connection import ZkSettings
-    from kafka_zk_audit.snapshot.walker import SnapshotOptions, write_snapshot
+    from kafka_zk_audit.snapshot.live import write_snapshot
     from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
 
     spec = ClusterSpec(era="3.x", brokers=args.brokers, racks=min(3, args.brokers), topics=args.topics,

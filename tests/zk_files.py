@@ -22,7 +22,7 @@ from kazoo.security import make_acl
 
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.snapshot.connection import ZkSettings
-from kafka_zk_audit.snapshot.walker import write_snapshot
+from kafka_zk_audit.snapshot.live import write_snapshot
 from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
 from kafka_zk_audit_testing.zk_server import ZooKeeperServer, four_letter_word, free_port
 

@@ -18,8 +18,8 @@ from kafka_zk_audit.airflow.hooks.zookeeper import ZooKeeperHook
 from kafka_zk_audit.airflow.notifications.task_failure import TaskFailureNotifier
 from kafka_zk_audit.airflow.operators.zookeeper_snapshot import ZooKeeperSnapshotOperator
 from kafka_zk_audit.airflow.xcoms import snapshot_id_list
+from kafka_zk_audit.contract.snapshot_options import SnapshotOptions
 from kafka_zk_audit.contract.warehouse import Warehouse
-from kafka_zk_audit.snapshot.walker import SnapshotOptions
 from kafka_zk_audit_testing.receivers import smtp_receiver, webhook_receiver
 from tests.airflow.dag_runs import ALERT_ROUTES, route_alerts, run_dag
 

@@ -250,7 +250,7 @@ def test_contract_lists_the_drift_table_and_fleet_keys() -> None:
 def test_contract_lists_every_manifest_key(zk_server, zk_chroot, zk_client, tmp_path) -> None:
     from kafka_zk_audit.contract.warehouse import Warehouse
     from kafka_zk_audit.snapshot.connection import ZkSettings
-    from kafka_zk_audit.snapshot.walker import write_snapshot
+    from kafka_zk_audit.snapshot.live import write_snapshot
 
     zk_client.create("/brokers/ids/1", b'{"version":1,"host":"h","port":9092}', makepath=True)
     manifest = write_snapshot(zk_client, ZkSettings(hosts=zk_server.hosts, chroot=zk_chroot), Warehouse(str(tmp_path)),

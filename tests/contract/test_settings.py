@@ -327,3 +327,16 @@ def test_the_history_settings_default_to_every_cluster_with_files_and_a_1s_floor
 def test_bad_history_settings_say_what_to_fix(raw: dict, message: str) -> None:
     with pytest.raises(SettingsError, match=re.escape(message)):
         parse_config(raw)
+
+
+def test_the_snapshot_section_is_the_settable_subset_of_the_snapshot_options() -> None:
+    from dataclasses import fields
+
+    from kafka_zk_audit.contract.settings import SnapshotConfig
+    from kafka_zk_audit.contract.snapshot_options import SETTINGS, SnapshotOptions
+
+    assert list(SnapshotConfig.model_fields) == list(SETTINGS)
+    assert set(SETTINGS) <= {option.name for option in fields(SnapshotOptions)}
+    # the packaged defaults are the options' own: a run without a settings file walks as SnapshotOptions() does
+    assert load_config(None).snapshot.model_dump() == {name: getattr(SnapshotOptions(), name) for name in SETTINGS}
+    assert SnapshotOptions(**load_config(None).snapshot.model_dump()) == SnapshotOptions()

@@ -25,7 +25,7 @@ from kafka_zk_audit.gate.context import configure_checkpoint, file_data_context
 from kafka_zk_audit.gate.suites import SuiteFileError, expectations_dir, load_suites
 from kafka_zk_audit.gate.verdict import build_verdict
 from kafka_zk_audit.snapshot.connection import ZkSettings
-from kafka_zk_audit.snapshot.walker import write_snapshot
+from kafka_zk_audit.snapshot.live import write_snapshot
 from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
 
 pytestmark = [pytest.mark.zk, pytest.mark.spark]

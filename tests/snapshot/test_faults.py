@@ -18,9 +18,12 @@ import pyarrow.parquet as pq
 import pytest
 from kazoo.client import KazooClient
 
+from kafka_zk_audit.contract.snapshot_options import SnapshotOptions
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.snapshot.connection import ZkSettings
-from kafka_zk_audit.snapshot.walker import SnapshotInterrupted, SnapshotOptions, WalkStats, write_snapshot
+from kafka_zk_audit.snapshot.faults import SnapshotInterrupted
+from kafka_zk_audit.snapshot.live import write_snapshot
+from kafka_zk_audit.snapshot.walker import WalkStats
 from kafka_zk_audit_testing.zk_server import ZooKeeperEnsemble, ZooKeeperServer, free_port
 
 pytestmark = pytest.mark.zk

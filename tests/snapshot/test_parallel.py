@@ -14,11 +14,12 @@ import pytest
 from kazoo.client import KazooClient
 
 from kafka_zk_audit.contract.settings import SettingsError, parse_config
+from kafka_zk_audit.contract.snapshot_options import SnapshotOptions
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.snapshot import parallel
 from kafka_zk_audit.snapshot.connection import ZkSettings
+from kafka_zk_audit.snapshot.live import write_snapshot
 from kafka_zk_audit.snapshot.parallel import SnapshotWorkerFailed, worker_options
-from kafka_zk_audit.snapshot.walker import SnapshotOptions, write_snapshot
 from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
 from kafka_zk_audit_testing.simulator.model import topic_name
 

@@ -17,9 +17,12 @@ from kazoo.exceptions import BadArgumentsError, NoAuthError
 from kazoo.protocol.serialization import int_struct, read_string, write_string
 from kazoo.security import make_acl, make_digest_acl
 
+from kafka_zk_audit.contract.snapshot_options import SnapshotOptions
 from kafka_zk_audit.contract.warehouse import Warehouse, new_snapshot_id, read_manifest
 from kafka_zk_audit.snapshot.connection import ZkSettings
-from kafka_zk_audit.snapshot.walker import SnapshotIdTaken, SnapshotOptions, TreeWalker, write_snapshot
+from kafka_zk_audit.snapshot.ids import SnapshotIdTaken
+from kafka_zk_audit.snapshot.live import write_snapshot
+from kafka_zk_audit.snapshot.walker import TreeWalker
 from kafka_zk_audit_testing.zk_server import four_letter_word, free_port
 
 pytestmark = pytest.mark.zk
@@ -564,7 +567,7 @@ def test_bad_input_never_stops_the_walk(zk_server, zk_chroot, zk_client, tmp_pat
 
 
 def test_a_taken_snapshot_id_moves_the_write_to_the_next_seconds_id():
-    from kafka_zk_audit.snapshot.walker import under_new_id
+    from kafka_zk_audit.snapshot.ids import under_new_id
 
     tried: list[str] = []
 

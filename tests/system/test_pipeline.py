@@ -16,9 +16,10 @@ from pyspark.sql import functions as F
 from kafka_zk_audit.audit.job import read_snapshots
 from kafka_zk_audit.audit.normalize import normalize
 from kafka_zk_audit.contract.schemas import KEY
+from kafka_zk_audit.contract.snapshot_options import SnapshotOptions
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.snapshot.connection import ZkSettings
-from kafka_zk_audit.snapshot.walker import SnapshotOptions, write_snapshot
+from kafka_zk_audit.snapshot.live import write_snapshot
 from kafka_zk_audit_testing.malformed_corpus import load_malformed_corpus
 from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
 

@@ -155,7 +155,8 @@ def take_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | None, int]
 
     from kazoo.client import KazooClient
 
-    from kafka_zk_audit.snapshot.walker import SnapshotOptions, write_new_snapshot
+    from kafka_zk_audit.contract.snapshot_options import SnapshotOptions
+    from kafka_zk_audit.snapshot.live import write_new_snapshot
 
     cfg, _, problem = _settings_file(args.config)
     if problem:
@@ -197,10 +198,10 @@ def take_offline_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | No
     import logging
 
     from kafka_zk_audit.cli.main import _named
+    from kafka_zk_audit.contract.snapshot_options import SnapshotOptions
     from kafka_zk_audit.snapshot.files.rebuild import write_new_offline_snapshot
     from kafka_zk_audit.snapshot.files.replay import OfflineFilesError
     from kafka_zk_audit.snapshot.files.sources import FilesSourceError, parse_at_time, parse_at_zxid
-    from kafka_zk_audit.snapshot.walker import SnapshotOptions
 
     cfg, _, problem = _settings_file(args.config)
     if problem:

@@ -25,6 +25,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from kafka_zk_audit.contract.snapshot_table import SNAPSHOT_COLUMNS
+
 I, L, S, B = IntegerType(), LongType(), StringType(), BooleanType()  # noqa: E741
 INTS = ArrayType(IntegerType())
 
@@ -45,28 +47,9 @@ def keyed(schema: StructType) -> StructType:
         return schema
     return StructType([StructField(KEY, StringType(), True), *schema.fields])
 
-# One row per znode, as read from ZooKeeper (the snapshot's Parquet files).
-SNAPSHOT = _struct(
-    ("path", S),
-    ("data", BinaryType()),
-    ("czxid", L),
-    ("mzxid", L),
-    ("pzxid", L),
-    ("ctime", L),
-    ("mtime", L),
-    ("version", I),
-    ("cversion", I),
-    ("aversion", I),
-    ("ephemeral_owner", L),
-    ("data_length", I),
-    ("num_children", I),
-    # Null, or why the auditor could not read the znode: "no_read_permission" (data null, children
-    # unknown) or "children_no_read_permission" (data read, children unknown); the stat is always there.
-    ("unreadable", S),
-    # Null, or what the snapshot replaced by keyed fingerprints (contract.secrets): "values" (secret
-    # config values) or "data" (the whole data).
-    ("fingerprinted", S),
-)
+# One row per znode, as read from ZooKeeper (the snapshot's Parquet files): contract.snapshot_table's columns.
+_SNAPSHOT_TYPES = {"string": S, "binary": BinaryType(), "int64": L, "int32": I}
+SNAPSHOT = _struct(*((name, _SNAPSHOT_TYPES[kind]) for name, kind in SNAPSHOT_COLUMNS))
 
 ENDPOINT = _struct(("listener", S), ("security_protocol", S), ("host", S), ("port", I))
 

@@ -52,9 +52,10 @@ SECRET_CONFIG_KEY = (
 # Kafka's encoded password values (``EncryptingPasswordEncoder``): ``encryptedPassword:<b64>,…``.
 ENCRYPTED_VALUE = "encryptedPassword[:=]"
 
-# Paths (relative to the chroot) whose config values may be secret, and paths whose data is secret whole.
+# Paths (relative to the chroot) whose config values may be secret, paths whose data is secret whole, and both.
 SECRET_VALUE_PATHS = ("/config/users/", "/config/brokers/")
 SECRET_DATA_PATHS = ("/delegation_token/tokens/",)
+SECRET_PATHS = (*SECRET_VALUE_PATHS, *SECRET_DATA_PATHS)
 
 _SECRET_KEY_RE = re.compile(SECRET_CONFIG_KEY)
 _ENCRYPTED_VALUE_RE = re.compile(ENCRYPTED_VALUE)

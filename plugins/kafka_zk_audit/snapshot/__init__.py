@@ -1,8 +1,10 @@
 """ZooKeeper → snapshot: every znode with its data and stat as Parquet, ``_MANIFEST.json`` last.
 
-In: an ensemble's connection settings (``connection``) or its files (``files/``). Out:
-``<warehouse>/snapshots/snapshot_id=<id>/``. Two sources, one table: the live walk (kazoo only: ``multiread`` is
-the multiRead request, ``walker`` the stat-guided walk and writer, ``parallel`` the opt-in walk over several
-connections) and ZooKeeper's snapshot and log files (``files``). ``targets`` plans which source each cluster of a
-run reads. No Airflow.
+In: an ensemble's connection settings (``connection``) or its files (``files/``), and how to walk
+(``contract.snapshot_options``). Out: ``<warehouse>/snapshots/snapshot_id=<id>/``. Two sources, one table
+(``contract.snapshot_table``): the live walk (kazoo only: ``live`` takes the snapshot, ``walker`` is the stat-guided
+walk, its reads sent by ``requests`` (``multiread`` the multiRead request) and resumed by ``faults``, ``parallel`` the
+opt-in walk over several connections, ``acls`` Kafka's znode ACLs) and ZooKeeper's snapshot and log files
+(``files``). Both fingerprint secrets (``secrets``), take their ids with ``ids`` and write with ``writer``.
+``targets`` plans which source each cluster of a run reads. No Airflow.
 """

@@ -1,6 +1,6 @@
 """One snapshot over several connections: disjoint subtrees walked by worker processes (opt-in).
 
-With ``SnapshotOptions.parallel_connections`` = N > 1 the walk that ``write_snapshot`` started (it has claimed the
+With ``SnapshotOptions.parallel_connections`` = N > 1 the walk that ``live.write_snapshot`` started (it has claimed the
 snapshot directory and taken the start sync zxid) lists ``/brokers/topics``, the bulk of a Kafka tree, and
 starts N worker processes, each with its own connection and session: worker *i* walks every N-th topic, worker 0
 also walks the rest of the tree (everything but the topics below ``/brokers/topics``). Each worker syncs its
@@ -33,10 +33,13 @@ import pyarrow as pa
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NoNodeError
 
+from kafka_zk_audit.contract.snapshot_options import SnapshotOptions
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.snapshot.connection import KAZOO_LOGGER, ZkSettings
+from kafka_zk_audit.snapshot.faults import SnapshotInterrupted, with_retry
 from kafka_zk_audit.snapshot.secrets import Fingerprinter
-from kafka_zk_audit.snapshot.walker import SnapshotInterrupted, SnapshotOptions, TreeWalker, _write_parquet
+from kafka_zk_audit.snapshot.walker import TreeWalker
+from kafka_zk_audit.snapshot.writer import write_parquet
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +92,7 @@ def plan_workers(walker: TreeWalker, workers: int) -> list[tuple[tuple[str, ...]
     if not options.descends(SPLIT_PARENT):
         return [(walker.roots, ())]
     try:
-        names = walker._with_retry(lambda: walker.client.get_children(SPLIT_PARENT))
+        names = with_retry(options, lambda: walker.client.get_children(SPLIT_PARENT))
     except (NoNodeError, NoAuthError):
         return [(walker.roots, ())]
     topics = sorted(
@@ -235,8 +238,8 @@ def run_worker(task: WorkerTask) -> dict[str, Any]:
         fingerprinter = None if task.key is None else Fingerprinter(task.key)
         walker = TreeWalker(client, task.options, fingerprinter, roots=task.roots, prune=task.prune)
         # Its server may be a follower behind the leader the parent synced with: catch it up first.
-        walker._with_retry(lambda: client.sync_async("/").get(timeout=task.options.request_timeout_s))
-        files = _write_parquet(Warehouse(task.warehouse_root), task.target, walker.batches(),
+        with_retry(task.options, lambda: client.sync_async("/").get(timeout=task.options.request_timeout_s))
+        files = write_parquet(Warehouse(task.warehouse_root), task.target, walker.batches(),
                                task.options.file_rows, prefix=f"part-w{task.index:02d}")
     finally:
         client.stop()

@@ -21,7 +21,7 @@ from kafka_zk_audit.contract.secrets import (
     FINGERPRINTED_DATA,
     FINGERPRINTED_VALUES,
     SECRET_DATA_PATHS,
-    SECRET_VALUE_PATHS,
+    SECRET_PATHS,
     is_secret_config,
 )
 from kafka_zk_audit.contract.warehouse import Warehouse
@@ -29,7 +29,6 @@ from kafka_zk_audit.contract.warehouse import Warehouse
 KEY_DIR = ".keys"
 KEY_FILE = "fingerprint.key"
 KEY_BYTES = 32
-SECRET_PATHS = (*SECRET_VALUE_PATHS, *SECRET_DATA_PATHS)
 
 
 def key_path(warehouse: Warehouse) -> str:

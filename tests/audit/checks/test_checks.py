@@ -29,7 +29,7 @@ from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, KEY, TABLES, keyed
 from kafka_zk_audit.contract.settings import load_config, parse_config
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.snapshot.connection import ZkSettings
-from kafka_zk_audit.snapshot.walker import write_snapshot
+from kafka_zk_audit.snapshot.live import write_snapshot
 from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
 from kafka_zk_audit_testing.simulator.spec import ERAS
 

@@ -15,7 +15,7 @@ from kafka_zk_audit.audit.normalize import normalize
 from kafka_zk_audit.contract.schemas import KEY, SNAPSHOT
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.snapshot.connection import ZkSettings
-from kafka_zk_audit.snapshot.walker import write_snapshot
+from kafka_zk_audit.snapshot.live import write_snapshot
 from kafka_zk_audit_testing.malformed_corpus import znode_row
 from tests.audit.normalize.test_normalize import snapshot_frame
 

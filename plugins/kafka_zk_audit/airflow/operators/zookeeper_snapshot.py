@@ -10,8 +10,9 @@ from typing import Any
 from airflow.sdk import BaseOperator
 
 from kafka_zk_audit.airflow.hooks.zookeeper import ZooKeeperHook, connection_settings
+from kafka_zk_audit.contract.snapshot_options import SnapshotOptions
 from kafka_zk_audit.contract.warehouse import Warehouse, default_warehouse
-from kafka_zk_audit.snapshot.walker import SnapshotOptions, write_new_snapshot
+from kafka_zk_audit.snapshot.live import write_new_snapshot
 
 
 class ZooKeeperSnapshotOperator(BaseOperator):

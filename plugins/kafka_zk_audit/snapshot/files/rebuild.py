@@ -1,6 +1,6 @@
 """Write a snapshot table from ZooKeeper's files: the rows and manifest a live walk writes, from a rebuilt tree.
 
-The rows are a live walk's (``snapshot.walker.ARROW_SCHEMA``, paths relative to the chroot, the walk's
+The rows are a live walk's (``contract.snapshot_table.ARROW_SCHEMA``, paths relative to the chroot, the walk's
 include/exclude, secrets fingerprinted with the warehouse key), so every later stage reads them unchanged. The
 manifest has the live manifest's keys plus ``source: "files"``, ``source_files``, ``zxid``, ``zxid_time``,
 ``digest_verified`` and ``file_format``.
@@ -23,20 +23,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from kazoo.security import ACL, Id
 
+from kafka_zk_audit.contract.secrets import SECRET_PATHS
+from kafka_zk_audit.contract.snapshot_options import SnapshotOptions
+from kafka_zk_audit.contract.snapshot_table import ARROW_SCHEMA
 from kafka_zk_audit.contract.warehouse import Warehouse, validate_snapshot_id
+from kafka_zk_audit.snapshot.acls import KAFKA_ACL_PATHS, format_acl
 from kafka_zk_audit.snapshot.connection import ZkSettings
 from kafka_zk_audit.snapshot.files.replay import OfflineFilesError, RebuiltTree, cycle_collector_paused, rebuild_tree
 from kafka_zk_audit.snapshot.files.snapfile import NodeTable
-from kafka_zk_audit.snapshot.secrets import SECRET_PATHS, Fingerprinter, warehouse_key
-from kafka_zk_audit.snapshot.walker import (
-    ARROW_SCHEMA,
-    KAFKA_ACL_PATHS,
-    SnapshotIdTaken,
-    SnapshotOptions,
-    _write_parquet,
-    format_acl,
-    under_new_id,
-)
+from kafka_zk_audit.snapshot.ids import SnapshotIdTaken, under_new_id
+from kafka_zk_audit.snapshot.secrets import Fingerprinter, warehouse_key
+from kafka_zk_audit.snapshot.writer import write_parquet
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +84,7 @@ def write_offline_snapshot(
     counts = _Counts()
     try:
         with cycle_collector_paused():
-            files = _write_parquet(warehouse, target, _batches(tree, root, options, fingerprinter, counts),
+            files = write_parquet(warehouse, target, _batches(tree, root, options, fingerprinter, counts),
                                    options.file_rows)
     except BaseException:
         warehouse.remove(target)

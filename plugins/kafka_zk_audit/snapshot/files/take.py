@@ -12,10 +12,10 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
+from kafka_zk_audit.contract.snapshot_options import SnapshotOptions
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.snapshot.connection import ZkSettings
 from kafka_zk_audit.snapshot.files.sources import StagedFiles, parse_at_time, parse_at_zxid
-from kafka_zk_audit.snapshot.walker import SnapshotOptions
 
 log = logging.getLogger(__name__)
 

@@ -1,50 +1,52 @@
-"""The audit settings: SLAs, backlog limits, severity overrides, suppressions, alerts and the gate.
+"""The whole settings file, ``AuditConfig``, and how it is read: YAML over the packaged defaults, every problem
+located.
 
 ``load_config(None)`` returns the packaged defaults (``default_settings.yaml``, where every setting is
 documented). A user file only lists what it changes; it is merged over the defaults section by section
-and validated by the pydantic models below (unknown keys are errors). Anything invalid raises one
+and validated by the models (``models``; unknown keys are errors). Anything invalid raises one
 :class:`SettingsError` listing every problem, each with its dotted key, the file and line, and what is
-allowed there.
+allowed there. ``AuditConfig.for_cluster`` validates a cluster's overrides the same way.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from importlib import resources
-from typing import Annotated, Any, get_args
+from typing import Any, get_args
 
 import yaml
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    StrictBool,
-    StrictInt,
-    StrictStr,
-    ValidationError,
-)
-from pydantic_core import ErrorDetails, PydanticCustomError
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
+from pydantic_core import ErrorDetails
 
-from kafka_zk_audit.contract.catalogue import BY_ID, CHECK_IDS, SEVERITIES
-from kafka_zk_audit.contract.readiness import TARGET_HELP, parse_target
+from kafka_zk_audit.contract.catalogue import BY_ID, SEVERITIES
+from kafka_zk_audit.contract.settings.durations import DURATION_HELP, to_timedelta
+from kafka_zk_audit.contract.settings.models import (
+    CLUSTER_OVERRIDABLE,
+    AlertsConfig,
+    CheckId,
+    ClusterConfig,
+    Clusters,
+    DriftConfig,
+    FilesConfig,
+    FleetConfig,
+    GateConfig,
+    HistoryConfig,
+    MigrationConfig,
+    NotificationBacklogConfig,
+    RetentionConfig,
+    Severity,
+    SlaConfig,
+    SnapshotConfig,
+    Suppression,
+    Suppressions,
+    Text,
+)
 
 DEFAULT_CONFIG_RESOURCE = "default_settings.yaml"
 DEFAULT_SOURCE = "<packaged defaults>"
-
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
-_DURATION_WHOLE = re.compile(r"(?:\d+(?:\.\d+)?\s*[smhdw]\s*)+")
-_MAX_SECONDS = timedelta.max.total_seconds() // 2
-_DURATION_HELP = (
-    'write a duration: a number followed by s, m, h, d or w, e.g. "90s", "30m", "24h", "7d", "1h30m", '
-    "or a plain number of seconds >= 0"
-)
 
 KeyPath = tuple[str | int, ...]
 
@@ -59,220 +61,19 @@ class SettingsError(ValueError):
         super().__init__(f"invalid audit settings ({count}):\n" + "\n".join(f"  {p}" for p in problems))
 
 
-def _duration(value: Any) -> timedelta:
-    """'90s', '30m', '24h', '7d', '1h30m' or a plain number of seconds as a timedelta; ValueError otherwise."""
-    if isinstance(value, timedelta):
-        seconds = value.total_seconds()
-    elif isinstance(value, bool):
-        raise ValueError(value)
-    elif isinstance(value, int | float):
-        seconds = float(value)
-    elif isinstance(value, str) and value.strip():
-        text = value.strip().lower()
-        if re.fullmatch(r"\d+(?:\.\d+)?", text):
-            seconds = float(text)
-        elif _DURATION_WHOLE.fullmatch(text):
-            seconds = sum(float(number) * _UNIT_SECONDS[unit] for number, unit in _DURATION_PART.findall(text))
-        else:
-            raise ValueError(value)
-    else:
-        raise ValueError(value)
-    if not 0 <= seconds <= _MAX_SECONDS:  # also NaN, and what timedelta cannot hold
-        raise ValueError(value)
-    return timedelta(seconds=seconds)
-
-
-def _validate_duration(value: Any) -> timedelta:
-    try:
-        return _duration(value)
-    except ValueError:
-        raise PydanticCustomError("duration", "; " + _DURATION_HELP) from None
-
-
-def _validate_check_id(value: Any) -> str:
-    if value not in CHECK_IDS:
-        raise PydanticCustomError(
-            "check_id", ", which is not a check id; use one of the catalogue ids ({ids})", {"ids": ", ".join(CHECK_IDS)}
-        )
-    return value
-
-
-def _validate_severity(value: Any) -> str:
-    if value not in SEVERITIES:
-        raise PydanticCustomError("severity", "; use one of {severities}", {"severities": ", ".join(SEVERITIES)})
-    return value
-
-
-def _validate_target_version(value: Any) -> str:
-    if isinstance(value, float):  # an unquoted 3.5 in YAML
-        value = str(value)
-    try:
-        parse_target(value)
-    except ValueError:
-        raise PydanticCustomError("target_version", "; " + TARGET_HELP) from None
-    return value.strip()
-
-
-def _none_as_empty(value: Any) -> Any:
-    return () if value is None else value
-
-
-def _one_or_many(value: Any) -> Any:
-    return (value,) if isinstance(value, str) else _none_as_empty(value)
-
-
-Duration = Annotated[timedelta, BeforeValidator(_validate_duration)]
-CheckId = Annotated[str, BeforeValidator(_validate_check_id)]
-Severity = Annotated[str, BeforeValidator(_validate_severity)]
-TargetVersion = Annotated[str, BeforeValidator(_validate_target_version)]
-Text = Annotated[StrictStr, Field(pattern=r"\S")]
-Count = Annotated[StrictInt, Field(ge=0)]
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class SlaConfig(_Section):
-    """How long each admin operation may stay pending."""
-
-    delete_topic: Duration
-    reassignment: Duration
-    preferred_election: Duration
-
-
-class NotificationBacklogConfig(_Section):
-    """When a sequential notification queue counts as backlogged."""
-
-    max_children: Count
-    max_age: Duration
-
-
-class Suppression(_Section):
-    """An accepted finding: check_id plus optional glob patterns (topic, group_id) and broker_id."""
-
-    check_id: CheckId
-    reason: Text
-    topic: Text | None = None
-    group_id: Text | None = None
-    broker_id: Annotated[StrictInt, Field(ge=-1)] | None = None
-
-
-class AlertsConfig(_Section):
-    """Settings the alert task reads."""
-
-    only_new: StrictBool
-    email_to: Annotated[tuple[Text, ...], BeforeValidator(_one_or_many)]
-    smtp_conn_id: Text
-    webhook_conn_id: Text | None
-    top_offenders: Count
-
-
-class GateConfig(_Section):
-    """Which severities fail the gate."""
-
-    gating_severities: Annotated[tuple[Severity, ...], BeforeValidator(_none_as_empty)]
-
-
-Percent = Annotated[float, Field(ge=0, le=100)]
-ClusterName = Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")]
-# What a cluster may override: the thresholds and the alert routes (not the fleet-wide schedule or retention).
-CLUSTER_OVERRIDABLE = (
-    "sla", "notification_backlog", "severity_overrides", "suppressions", "alerts", "drift", "migration",
-)
-# (snapshot settings are fleet-wide: the DAG's mapped snapshot task takes them when Airflow parses it)
-
-
-class DriftConfig(_Section):
-    """How much a cluster may change between two audited snapshots (the ``drift`` suite's bounds)."""
-
-    brokers_max_drop: Count
-    topics_max_drop_pct: Percent
-    partitions_max_drop_pct: Percent
-    consumer_groups_max_drop_pct: Percent
-    znodes_max_drop_pct: Percent
-    controller_changes_max: Count
-
-
-class MigrationConfig(_Section):
-    """ZooKeeper → KRaft migration: the readiness report's target version, whether it gates, and health SLAs."""
-
-    target_version: TargetVersion
-    readiness: StrictBool
-    gate: StrictBool
-    load_stuck_after: Duration
-    dual_write_stale_after: Duration
-
-
-class RetentionConfig(_Section):
-    """What the DAG prunes after a successful run; the baseline of each cluster is always kept."""
-
-    keep_snapshots: Count
-    keep_snapshots_for: Duration
-    keep_findings_for: Duration
-
-
-class FleetConfig(_Section):
-    """How a run over several clusters behaves, and how its tasks retry."""
-
-    max_parallel_snapshots: Annotated[StrictInt, Field(ge=1)]
-    task_retries: Count
-    retry_delay: Duration
-    task_timeout: Duration
-
-
-class SnapshotConfig(_Section):
-    """How gently the snapshot reads the ensemble, how long it tries to resume, and what it copies."""
-
-    max_reads_in_flight: Annotated[StrictInt, Field(ge=1)]
-    max_bytes_in_flight: Annotated[StrictInt, Field(ge=1024)]
-    reads_per_second: Annotated[float, Field(ge=0)]
-    max_reconnects: Count
-    reconnect_timeout_s: Annotated[float, Field(gt=0)]
-    copy_secrets: StrictBool
-    parallel_connections: Annotated[StrictInt, Field(ge=1, le=64)]
-
-
-class FilesConfig(_Section):
-    """Where a cluster's ZooKeeper files are: the audit rebuilds the tree from them instead of reading the ensemble.
-
-    ``data_dir`` (and ``log_dir`` when the logs live apart) is a local path or an fsspec URL, or a path on the
-    server of the Airflow SFTP connection ``sftp_conn_id``.
-    """
-
-    data_dir: Text
-    log_dir: Text | None = None
-    sftp_conn_id: Text | None = None
-
-
-class HistoryConfig(_Section):
-    """The history of each cluster's ZooKeeper files the DAG builds: whether it does, and the floor of a listed
-    interval."""
-
-    enabled: StrictBool
-    min_interval: Duration
-
-
-class ClusterConfig(_Section):
-    """One audited cluster: its name, its ZooKeeper connection (or files) and what it overrides."""
-
-    name: ClusterName
-    zk_conn_id: Text | None = None
-    files: FilesConfig | None = None
-    overrides: dict[str, Any] = Field(default_factory=dict)
-
-
-class AuditConfig(_Section):
+class AuditConfig(BaseModel):
     """The validated audit settings; ``source`` says where they came from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     sla: SlaConfig
     notification_backlog: NotificationBacklogConfig
     severity_overrides: dict[CheckId, Severity]
-    suppressions: Annotated[tuple[Suppression, ...], BeforeValidator(_none_as_empty)]
+    suppressions: Suppressions
     alerts: AlertsConfig
     gate: GateConfig
     schedule: Text | None
-    clusters: Annotated[tuple[ClusterConfig, ...], BeforeValidator(_none_as_empty)]
+    clusters: Clusters
     fleet: FleetConfig
     snapshot: SnapshotConfig
     drift: DriftConfig
@@ -521,54 +322,6 @@ def load_config(path: str | os.PathLike[str] | None = None) -> AuditConfig:
 def parse_duration(value: Any, key: str = "duration", source: str = "audit config") -> timedelta:
     """'90s', '30m', '24h', '7d', '1h30m' or a plain number of seconds, as a timedelta (>= 0)."""
     try:
-        return _duration(value)
+        return to_timedelta(value)
     except ValueError:
-        raise SettingsError(source, [f"{source}: '{key}' is {value!r}; {_DURATION_HELP}"]) from None
-
-
-def seconds_text(duration: timedelta) -> str:
-    """A duration as a plain number of seconds, to the millisecond ("1", "0.25"), as :func:`parse_duration` reads it
-    back (the form command lines are given)."""
-    return f"{duration.total_seconds():.3f}".rstrip("0").rstrip(".")
-
-
-def format_duration(duration: timedelta) -> str:
-    """A short human form, e.g. '1d 2h', '30m', '1m 30s', '0s' (the same form the findings use)."""
-    total = int(duration.total_seconds())
-    days, rest = divmod(total, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, seconds = divmod(rest, 60)
-    parts = [f"{n}{unit}" for n, unit in ((days, "d"), (hours, "h"), (minutes, "m"), (seconds, "s")) if n]
-    return " ".join(parts) or "0s"
-
-
-def glob_to_regex(pattern: str) -> str:
-    """An fnmatch-style glob (*, ?, [abc], [!abc]) as an anchored regex valid for Java and Python."""
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        char = pattern[i]
-        i += 1
-        if char == "*":
-            out.append(".*")
-        elif char == "?":
-            out.append(".")
-        elif char == "[":
-            start = i + 1 if pattern[i : i + 1] == "!" else i
-            start = start + 1 if pattern[start : start + 1] == "]" else start
-            end = pattern.find("]", start)
-            if end < 0:
-                out.append(r"\[")
-                continue
-            body = pattern[i:end]
-            i = end + 1
-            negate = body.startswith("!")
-            if negate:
-                body = body[1:]
-            escaped = "".join("\\" + c if c in "\\[]^&" else c for c in body)
-            out.append("[" + ("^" if negate else "") + escaped + "]")
-        elif char.isalnum() or char == "_":
-            out.append(char)
-        else:
-            out.append("\\" + char if ord(char) < 128 else char)
-    return "^" + "".join(out) + "$"
+        raise SettingsError(source, [f"{source}: '{key}' is {value!r}; {DURATION_HELP}"]) from None

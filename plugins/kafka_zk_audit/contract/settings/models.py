@@ -1,0 +1,217 @@
+"""The sections of the settings file, one pydantic model each, and the value types their keys take.
+
+Unknown keys are errors (``extra="forbid"``); the custom types (durations, check ids, severities, target versions)
+raise errors whose text says what is allowed. ``SnapshotConfig`` is built from ``contract.snapshot_options``: the
+options the ``snapshot`` section sets, with their bounds there. The whole file, ``AuditConfig``, and how it is
+loaded and checked are in ``loader``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import timedelta
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    create_model,
+)
+from pydantic_core import PydanticCustomError
+
+from kafka_zk_audit.contract.catalogue import CHECK_IDS, SEVERITIES
+from kafka_zk_audit.contract.readiness import TARGET_HELP, parse_target
+from kafka_zk_audit.contract.settings.durations import DURATION_HELP, to_timedelta
+from kafka_zk_audit.contract.snapshot_options import SETTINGS, SnapshotOptions
+
+
+def _validate_duration(value: Any) -> timedelta:
+    try:
+        return to_timedelta(value)
+    except ValueError:
+        raise PydanticCustomError("duration", "; " + DURATION_HELP) from None
+
+
+def _validate_check_id(value: Any) -> str:
+    if value not in CHECK_IDS:
+        raise PydanticCustomError(
+            "check_id", ", which is not a check id; use one of the catalogue ids ({ids})", {"ids": ", ".join(CHECK_IDS)}
+        )
+    return value
+
+
+def _validate_severity(value: Any) -> str:
+    if value not in SEVERITIES:
+        raise PydanticCustomError("severity", "; use one of {severities}", {"severities": ", ".join(SEVERITIES)})
+    return value
+
+
+def _validate_target_version(value: Any) -> str:
+    if isinstance(value, float):  # an unquoted 3.5 in YAML
+        value = str(value)
+    try:
+        parse_target(value)
+    except ValueError:
+        raise PydanticCustomError("target_version", "; " + TARGET_HELP) from None
+    return value.strip()
+
+
+def _none_as_empty(value: Any) -> Any:
+    return () if value is None else value
+
+
+def _one_or_many(value: Any) -> Any:
+    return (value,) if isinstance(value, str) else _none_as_empty(value)
+
+
+Duration = Annotated[timedelta, BeforeValidator(_validate_duration)]
+CheckId = Annotated[str, BeforeValidator(_validate_check_id)]
+Severity = Annotated[str, BeforeValidator(_validate_severity)]
+TargetVersion = Annotated[str, BeforeValidator(_validate_target_version)]
+Text = Annotated[StrictStr, Field(pattern=r"\S")]
+Count = Annotated[StrictInt, Field(ge=0)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SlaConfig(_Section):
+    """How long each admin operation may stay pending."""
+
+    delete_topic: Duration
+    reassignment: Duration
+    preferred_election: Duration
+
+
+class NotificationBacklogConfig(_Section):
+    """When a sequential notification queue counts as backlogged."""
+
+    max_children: Count
+    max_age: Duration
+
+
+class Suppression(_Section):
+    """An accepted finding: check_id plus optional glob patterns (topic, group_id) and broker_id."""
+
+    check_id: CheckId
+    reason: Text
+    topic: Text | None = None
+    group_id: Text | None = None
+    broker_id: Annotated[StrictInt, Field(ge=-1)] | None = None
+
+
+class AlertsConfig(_Section):
+    """Settings the alert task reads."""
+
+    only_new: StrictBool
+    email_to: Annotated[tuple[Text, ...], BeforeValidator(_one_or_many)]
+    smtp_conn_id: Text
+    webhook_conn_id: Text | None
+    top_offenders: Count
+
+
+class GateConfig(_Section):
+    """Which severities fail the gate."""
+
+    gating_severities: Annotated[tuple[Severity, ...], BeforeValidator(_none_as_empty)]
+
+
+Percent = Annotated[float, Field(ge=0, le=100)]
+ClusterName = Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")]
+# What a cluster may override: the thresholds and the alert routes (not the fleet-wide schedule or retention).
+CLUSTER_OVERRIDABLE = (
+    "sla", "notification_backlog", "severity_overrides", "suppressions", "alerts", "drift", "migration",
+)
+# (snapshot settings are fleet-wide: the DAG's mapped snapshot task takes them when Airflow parses it)
+
+
+class DriftConfig(_Section):
+    """How much a cluster may change between two audited snapshots (the ``drift`` suite's bounds)."""
+
+    brokers_max_drop: Count
+    topics_max_drop_pct: Percent
+    partitions_max_drop_pct: Percent
+    consumer_groups_max_drop_pct: Percent
+    znodes_max_drop_pct: Percent
+    controller_changes_max: Count
+
+
+class MigrationConfig(_Section):
+    """ZooKeeper → KRaft migration: the readiness report's target version, whether it gates, and health SLAs."""
+
+    target_version: TargetVersion
+    readiness: StrictBool
+    gate: StrictBool
+    load_stuck_after: Duration
+    dual_write_stale_after: Duration
+
+
+class RetentionConfig(_Section):
+    """What the DAG prunes after a successful run; the baseline of each cluster is always kept."""
+
+    keep_snapshots: Count
+    keep_snapshots_for: Duration
+    keep_findings_for: Duration
+
+
+class FleetConfig(_Section):
+    """How a run over several clusters behaves, and how its tasks retry."""
+
+    max_parallel_snapshots: Annotated[StrictInt, Field(ge=1)]
+    task_retries: Count
+    retry_delay: Duration
+    task_timeout: Duration
+
+
+# The Python type of each kind of snapshot option, as the settings file must write it (no "1" for 1, no 1 for true).
+_OPTION_TYPES: dict[str, Any] = {"int": StrictInt, "float": float, "bool": StrictBool}
+_OPTIONS = {option.name: option for option in dataclasses.fields(SnapshotOptions)}
+
+SnapshotConfig: type[_Section] = create_model(  # the fields: SnapshotOptions', those SETTINGS names, its bounds
+    "SnapshotConfig",
+    __base__=_Section,
+    __module__=__name__,
+    __doc__="How gently the snapshot reads the ensemble, how long it tries to resume, and what it copies.",
+    **{name: (Annotated[_OPTION_TYPES[str(_OPTIONS[name].type)], Field(**bounds)], ...)
+       for name, bounds in SETTINGS.items()},
+)
+
+
+class FilesConfig(_Section):
+    """Where a cluster's ZooKeeper files are: the audit rebuilds the tree from them instead of reading the ensemble.
+
+    ``data_dir`` (and ``log_dir`` when the logs live apart) is a local path or an fsspec URL, or a path on the
+    server of the Airflow SFTP connection ``sftp_conn_id``.
+    """
+
+    data_dir: Text
+    log_dir: Text | None = None
+    sftp_conn_id: Text | None = None
+
+
+class HistoryConfig(_Section):
+    """The history of each cluster's ZooKeeper files the DAG builds: whether it does, and the floor of a listed
+    interval."""
+
+    enabled: StrictBool
+    min_interval: Duration
+
+
+class ClusterConfig(_Section):
+    """One audited cluster: its name, its ZooKeeper connection (or files) and what it overrides."""
+
+    name: ClusterName
+    zk_conn_id: Text | None = None
+    files: FilesConfig | None = None
+    overrides: dict[str, Any] = Field(default_factory=dict)
+
+
+# What AuditConfig's list sections hold (null: an empty list).
+Suppressions = Annotated[tuple[Suppression, ...], BeforeValidator(_none_as_empty)]
+Clusters = Annotated[tuple[ClusterConfig, ...], BeforeValidator(_none_as_empty)]
