@@ -28,15 +28,17 @@ from kafka_zk_audit.audit.normalize import normalize
 from kafka_zk_audit.contract.schemas import KEY, READINESS, SNAPSHOT
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit_testing.simulator import ClusterSpec, Planted, Simulator
+from kafka_zk_audit_testing.simulator.migration_phases import (
+    advance_dual_write,
+    initial_load,
+    reverted_migration,
+    waiting_for_brokers,
+)
 from kafka_zk_audit_testing.simulator.readiness_plants import (
     READINESS_PLANTS,
     SECURED_PATH,
-    advance_dual_write,
     inherent_readiness,
-    initial_load,
     plant_readiness,
-    reverted_migration,
-    waiting_for_brokers,
 )
 from tests.audit.checks.test_checks import small_data_settings, take_snapshot
 from tests.contract.test_readiness import CONDITION_IDS

@@ -199,8 +199,8 @@ def take_offline_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | No
 
     from kafka_zk_audit.cli.main import _named
     from kafka_zk_audit.contract.snapshot_options import SnapshotOptions
+    from kafka_zk_audit.snapshot.files.processtxn import OfflineFilesError
     from kafka_zk_audit.snapshot.files.rebuild import write_new_offline_snapshot
-    from kafka_zk_audit.snapshot.files.replay import OfflineFilesError
     from kafka_zk_audit.snapshot.files.sources import FilesSourceError, parse_at_time, parse_at_zxid
 
     cfg, _, problem = _settings_file(args.config)

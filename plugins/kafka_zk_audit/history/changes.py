@@ -60,8 +60,9 @@ from pyspark.sql.types import (
 from kafka_zk_audit.contract.secrets import SECRET_DATA_PATHS, SECRET_VALUE_PATHS
 from kafka_zk_audit.history.intervals import BASE, CHECKED_PATHS, znode_versions
 from kafka_zk_audit.history.txncolumns import SlowRows, change_rows, secret_rows
-from kafka_zk_audit.snapshot.files.snapfile import NodeMap
-from kafka_zk_audit.snapshot.files.txnlog import END_OF_RECORD, FILE_HEADER, RECORD_HEAD, TXN_HEADER, Txn, log_files
+from kafka_zk_audit.snapshot.files.datatree import NodeMap
+from kafka_zk_audit.snapshot.files.txndecode import TXN_HEADER, Txn
+from kafka_zk_audit.snapshot.files.txnlog import END_OF_RECORD, FILE_HEADER, RECORD_HEAD, log_files
 
 CHANGES = StructType([
     StructField("zxid", LongType()), StructField("op_index", IntegerType()), StructField("time", TimestampType()),

@@ -18,15 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafka_zk_audit.snapshot.files.arrow_views import VIEW_BUFFER_SPAN, slices
-from kafka_zk_audit.snapshot.files.txnlog import (
-    DECODE_ERRORS,
-    TXN_HEADER,
-    Txn,
-    TxnLogError,
-    decode_record,
-    scan_records,
-    undecodable,
-)
+from kafka_zk_audit.snapshot.files.txndecode import DECODE_ERRORS, TXN_HEADER, Txn, decode_record
+from kafka_zk_audit.snapshot.files.txnlog import TxnLogError, scan_records, undecodable
 
 SET_DATA, CREATE, DELETE, CREATE2, CHECK, MULTI, ERROR = 5, 1, 2, 15, 13, 14, -1
 FAST_OPS = {SET_DATA: "setData", CREATE: "create", DELETE: "delete", CREATE2: "create2"}  # the ops with a row

@@ -7,7 +7,8 @@ recreates a topic, ``close()`` ends every session. The command line is ``python 
 """
 
 from kafka_zk_audit_testing.simulator.cluster import Simulator
-from kafka_zk_audit_testing.simulator.plants import PLANTERS, Planted
+from kafka_zk_audit_testing.simulator.planting import Planted
+from kafka_zk_audit_testing.simulator.plants import PLANTERS
 from kafka_zk_audit_testing.simulator.spec import ERAS, ClusterSpec, Era
 from kafka_zk_audit_testing.simulator.writer import WriteCounts
 

@@ -17,9 +17,11 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from kafka_zk_audit_testing.simulator import layout, plants
+from kafka_zk_audit_testing.simulator.cluster_plants import CONTROLLER_PLANTS
 from kafka_zk_audit_testing.simulator.encodings import BrokerInfo, Encoder
 from kafka_zk_audit_testing.simulator.model import ClusterModel, Group, ModelBuilder
-from kafka_zk_audit_testing.simulator.plants import CONTROLLER_PLANTS, Planted
+from kafka_zk_audit_testing.simulator.partition_plants import keep_epoch_ahead
+from kafka_zk_audit_testing.simulator.planting import Planted
 from kafka_zk_audit_testing.simulator.spec import ClusterSpec
 from kafka_zk_audit_testing.simulator.writer import BatchWriter, WriteCounts
 
@@ -236,7 +238,7 @@ class Simulator:
                         group.offsets[(topic, partition)] = value + self.rng.randint(1, 50_000)
                         writer.set_data(f"{base}/offsets/{topic}/{partition}",
                                         self.encoder.offset(group.offsets[(topic, partition)]))
-                plants.keep_epoch_ahead(self, writer)
+                keep_epoch_ahead(self, writer)
 
     def _move_controller(self, model: ClusterModel) -> None:
         if model.era.kraft_migration:

@@ -32,14 +32,8 @@ def root_paths(era: Era) -> list[str]:
     paths = ["/consumers", "/brokers", "/brokers/ids", "/brokers/topics", "/config", "/config/changes"]
     paths += [f"/config/{entity_type}" for entity_type in era.config_entity_types]
     paths += ["/admin", "/admin/delete_topics"]
-    if era.at_least(0, 9, 0):
-        paths += ["/brokers/seqid", "/isr_change_notification"]
-    if era.at_least(0, 10, 1):
-        paths.append("/cluster")
-    if era.at_least(0, 11, 0):
-        paths.append("/latest_producer_id_block")
-    if era.at_least(1, 0, 0):
-        paths.append("/log_dir_event_notification")
+    paths += era.since({(0, 9, 0): ("/brokers/seqid", "/isr_change_notification"), (0, 10, 1): ("/cluster",),
+                        (0, 11, 0): ("/latest_producer_id_block",), (1, 0, 0): ("/log_dir_event_notification",)})
     if era.acl_resource_types and era.secured:
         paths += ["/kafka-acl", *(f"/kafka-acl/{kind}" for kind in era.acl_resource_types), "/kafka-acl-changes"]
     if era.at_least(2, 0, 0) and era.secured:

@@ -23,20 +23,14 @@ too.
 ``<default>``/%-sanitized quota entities; older eras lack topic ids, v5 registrations or /feature): the
 expected readiness rows of a cluster are the union of its plants and these.
 
-The phase helpers (``waiting_for_brokers``, ``initial_load``, ``advance_dual_write``, ``reverted_migration``)
-write /controller, /controller_epoch and /migration as the KRaft controller and the ZooKeeper-mode
-controllers do during a KIP-866 migration (kafka-zk-layout.md §2.1, §2.6).
+The phases of a migration itself (waiting for brokers, initial load, dual writes, a revert) are ``migration_phases``;
+the znode writes the plants share are ``readiness_writes``.
 """
 
 from __future__ import annotations
 
-import base64
-import json
 import logging
 import secrets
-import time
-import urllib.parse
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kazoo.client import KazooClient
@@ -45,14 +39,27 @@ from kazoo.security import CREATOR_ALL_ACL, READ_ACL_UNSAFE
 from kafka_zk_audit_testing.simulator import layout
 from kafka_zk_audit_testing.simulator.cluster import KRAFT_CONTROLLER_ID
 from kafka_zk_audit_testing.simulator.encodings import BrokerInfo, Encoder, Listener, compact, scram_credential
+from kafka_zk_audit_testing.simulator.migration_phases import reverted_migration
 from kafka_zk_audit_testing.simulator.model import make_broker, random_uuid
-from kafka_zk_audit_testing.simulator.plants import (
+from kafka_zk_audit_testing.simulator.planting import (
     Planted,
-    _add_reassignment,
+    Planters,
+    add_reassignment,
     healthy_assignment,
     healthy_state,
+    now_ms,
     spare_broker,
     write_topic,
+)
+from kafka_zk_audit_testing.simulator.readiness_writes import (
+    RESERVED_BROKER_MAX_ID,
+    config_change,
+    create_znode,
+    encrypted_password,
+    planted_broker_id,
+    read_json,
+    sanitize,
+    write_znode,
 )
 from kafka_zk_audit_testing.simulator.spec import ERAS
 
@@ -61,25 +68,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ReadinessPlanter = Callable[["Simulator", str], Planted]  # (simulator, plant name)
-READINESS_PLANTERS: dict[str, ReadinessPlanter] = {}
-RESERVED_BROKER_MAX_ID = 1000  # KafkaConfig reserved.broker.max.id default
-FIRST_PLANTED_BROKER_ID = 900
+READINESS_PLANTERS = Planters()
+readiness_planter = READINESS_PLANTERS.register
 NOTES = "readiness"  # sim.plant_notes key: plant name -> Planted
-USED_IDS = "readiness_broker_ids"
 # A resource type SecurityUtils does not know (Kafka's: Topic, Group, Cluster, TransactionalId, DelegationToken,
 # User): AclAuthorizer.loadAllAcls ignores its ACLs, so the migration drops them.
 UNKNOWN_ACL_RESOURCE_TYPE = "Broker"
 SECURED_PATH = "/log_dir_event_notification"  # a Kafka top-level znode the R20 plant re-ACLs
-
-
-def readiness_planter(*names: str) -> Callable[[ReadinessPlanter], ReadinessPlanter]:
-    def register(function: ReadinessPlanter) -> ReadinessPlanter:
-        for name in names:
-            READINESS_PLANTERS[name] = function
-        return function
-
-    return register
 
 
 def check_id_of(name: str) -> str:
@@ -107,68 +102,6 @@ def subject_name(name: str) -> str:
     return "planted-" + name.replace(":", "-").replace("_", "-")
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def planted_broker_id(sim: Simulator) -> int:
-    """An id at most reserved.broker.max.id that no broker, replica or earlier plant of the cluster uses."""
-    used = sim.plant_notes.setdefault(USED_IDS, set())
-    taken = used | set(sim.broker_sessions) | set(sim.model.broker_ids)
-    broker_id = next(i for i in range(FIRST_PLANTED_BROKER_ID, RESERVED_BROKER_MAX_ID + 1) if i not in taken)
-    used.add(broker_id)
-    return broker_id
-
-
-def _create(sim: Simulator, path: str, data: bytes | None) -> None:
-    sim.admin.ensure_path(path.rsplit("/", 1)[0] or "/")
-    sim.admin.create(path, data)
-    sim.counts.creates += 1
-
-
-def _write(sim: Simulator, path: str, data: bytes) -> None:
-    """Set ``path``'s data, or create it."""
-    if sim.admin.exists(path):
-        sim.admin.set(path, data)
-        sim.counts.sets += 1
-    else:
-        _create(sim, path, data)
-
-
-def _config_change(sim: Simulator, entity_type: str, entity_name: str) -> None:
-    """The /config/changes notification every AdminZkClient config write leaves."""
-    with sim.writer(sim.admin, "config change") as writer:
-        writer.create("/config/changes/config_change_", sim.encoder.config_change(entity_type, entity_name),
-                      sequence=True)
-
-
-def _read_json(sim: Simulator, path: str) -> dict[str, Any]:
-    data, _ = sim.admin.get(path)
-    return json.loads(data) if data else {}
-
-
-def sanitize(name: str) -> str:
-    """Kafka's ``Sanitizer.sanitize``: URL-encoding with ``%20`` for spaces and ``%2A`` for ``*``."""
-    return urllib.parse.quote(name, safe="-_.").replace("~", "%7E")
-
-
-def encrypted_password(password: str) -> str:
-    """A dynamic broker password as ``EncryptingPasswordEncoder.encode`` stores it (default algorithms,
-    a 256-byte salt, AES/CBC with its IV); the ciphertext is random bytes of the right length."""
-
-    def b64(raw: bytes) -> str:
-        return base64.b64encode(raw).decode()
-
-    ciphertext = secrets.token_bytes(16 * (len(password) // 16 + 1))
-    fields = {
-        "keyFactoryAlgorithm": "PBKDF2WithHmacSHA512", "cipherAlgorithm": "AES/CBC/PKCS5Padding",
-        "keyLength": "128", "salt": b64(secrets.token_bytes(256)), "iterations": "4096",
-        "encryptedPassword": b64(ciphertext), "passwordLength": str(len(password)),
-        "initializationVector": b64(secrets.token_bytes(16)),
-    }
-    return ",".join(f"{key}:{value}" for key, value in fields.items())
-
-
 # -- R01 ---------------------------------------------------------------------------------------
 @readiness_planter("kraft_migration_leftover")
 def _migration_leftover(sim: Simulator, plant: str) -> Planted:
@@ -179,7 +112,7 @@ def _migration_leftover(sim: Simulator, plant: str) -> Planted:
     if sim.model.era.controller_version < 2:
         raise ValueError("/migration exists from Kafka 3.4 (eras 3.x and later)")
     data = sim.encoder.migration(KRAFT_CONTROLLER_ID, 4, 81_234, 4)
-    _write(sim, "/migration", data)
+    write_znode(sim, "/migration", data)
     return Planted(check_id_of(plant), path="/migration")
 
 
@@ -266,7 +199,7 @@ def _reassignment_requested(sim: Simulator, plant: str) -> Planted:
     name = subject_name(plant)
     assignment = healthy_assignment(sim, 2)
     write_topic(sim, name, assignment)
-    _add_reassignment(sim, (name, 0, assignment[0][:-1] + (spare_broker(sim, assignment[0]),)))
+    add_reassignment(sim, (name, 0, assignment[0][:-1] + (spare_broker(sim, assignment[0]),)))
     return Planted(check_id_of(plant), topic=name, partition=0, path="/admin/reassign_partitions",
                    implied=("reassignment_stuck",))
 
@@ -282,8 +215,8 @@ def _scram_credentials(sim: Simulator, plant: str) -> Planted:
         "SCRAM-SHA-512": scram_credential("planted-secret", salt, 8192, "SCRAM-SHA-512"),
     }
     path = f"/config/users/{user}"
-    _create(sim, path, sim.encoder.config(config))
-    _config_change(sim, "users", user)
+    create_znode(sim, path, sim.encoder.config(config))
+    config_change(sim, "users", user)
     return Planted(check_id_of(plant), path=path)
 
 
@@ -308,7 +241,7 @@ def _acls_present(sim: Simulator, plant: str) -> Planted:
     else:
         path = f"/kafka-acl/Topic/{name}"
         entries = [("User:planted", "Allow", "Write", "*"), ("User:planted", "Allow", "Describe", "*")]
-    _create(sim, path, sim.encoder.acls(entries))
+    create_znode(sim, path, sim.encoder.acls(entries))
     _acl_change(sim, "Group" if prefixed else "Topic", name, prefixed)
     return Planted(check_id_of(plant), path=path)
 
@@ -318,7 +251,7 @@ def _acl_unknown_resource_type(sim: Simulator, plant: str) -> Planted:
     """ACLs stored under a resource type Kafka does not know (``AclAuthorizer.loadAllAcls`` ignores it, so
     the migration drops them)."""
     path = f"/kafka-acl/{UNKNOWN_ACL_RESOURCE_TYPE}/{subject_name(plant)}"
-    _create(sim, path, sim.encoder.acls([("User:planted", "Allow", "Alter", "*")]))
+    create_znode(sim, path, sim.encoder.acls([("User:planted", "Allow", "Alter", "*")]))
     return Planted(check_id_of(plant), path=path)
 
 
@@ -329,7 +262,7 @@ def _delegation_tokens(sim: Simulator, plant: str) -> Planted:
     issued = now_ms() - 3_600_000
     encoder = sim.encoder if sim.model.era.delegation_token_version else Encoder(ERAS["3.x"])
     path = f"/delegation_token/tokens/{token_id}"
-    _create(sim, path, encoder.delegation_token(
+    create_znode(sim, path, encoder.delegation_token(
         token_id, "User%3Aplanted", [], issued, issued + 7 * 86_400_000, issued + 86_400_000,
     ))
     sim.admin.ensure_path("/delegation_token/token_changes")
@@ -341,12 +274,12 @@ def _delegation_tokens(sim: Simulator, plant: str) -> Planted:
 def _merge_broker_config(sim: Simulator, entity: str, values: dict[str, str]) -> None:
     path = f"/config/brokers/{entity}"
     if sim.admin.exists(path):
-        config = {**_read_json(sim, path).get("config", {}), **values}
+        config = {**read_json(sim, path).get("config", {}), **values}
         sim.admin.set(path, sim.encoder.config(config))
         sim.counts.sets += 1
     else:
-        _create(sim, path, sim.encoder.config(values))
-    _config_change(sim, "brokers", entity)
+        create_znode(sim, path, sim.encoder.config(values))
+    config_change(sim, "brokers", entity)
 
 
 @readiness_planter("kraft_encrypted_passwords", "kraft_encrypted_passwords:default")
@@ -376,8 +309,8 @@ def _quota_invalid(sim: Simulator, plant: str) -> Planted:
     """A client-id quota whose value is not a number (written around the config tool's validation)."""
     client = subject_name(plant)
     path = f"/config/clients/{client}"
-    _create(sim, path, sim.encoder.config({"producer_byte_rate": "10MB", "consumer_byte_rate": "2097152"}))
-    _config_change(sim, "clients", client)
+    create_znode(sim, path, sim.encoder.config({"producer_byte_rate": "10MB", "consumer_byte_rate": "2097152"}))
+    config_change(sim, "clients", client)
     return Planted(check_id_of(plant), path=path)
 
 
@@ -391,7 +324,7 @@ def _quota_user_client_malformed(sim: Simulator, plant: str) -> Planted:
     sim.admin.ensure_path(f"/config/users/{user}/clients")
     sim.admin.create(path, sim.encoder.config({"producer_byte_rate": "1048576", "consumer_byte_rate": "unlimited"}))
     sim.counts.creates += 1
-    _config_change(sim, "users", f"{user}/clients/reporting-app")
+    config_change(sim, "users", f"{user}/clients/reporting-app")
     return Planted(check_id_of(plant), path=path)
 
 
@@ -401,13 +334,13 @@ def _quota_odd_entity_name(sim: Simulator, plant: str) -> Planted:
     ``<default>``: migrated under the wrong name before 3.6.2/3.7.1."""
     if plant.endswith(":default"):
         path = "/config/clients/<default>"
-        _create(sim, path, sim.encoder.config({"request_percentage": "200"}))
-        _config_change(sim, "clients", "<default>")
+        create_znode(sim, path, sim.encoder.config({"request_percentage": "200"}))
+        config_change(sim, "clients", "<default>")
         return Planted(check_id_of(plant), path=path)
     user = sanitize("CN=planted-odd-entity,OU=ops")
     path = f"/config/users/{user}"
-    _create(sim, path, sim.encoder.config({"producer_byte_rate": "1048576"}))
-    _config_change(sim, "users", user)
+    create_znode(sim, path, sim.encoder.config({"producer_byte_rate": "1048576"}))
+    config_change(sim, "users", user)
     return Planted(check_id_of(plant), path=path)
 
 
@@ -464,7 +397,7 @@ def _old_registration(sim: Simulator, plant: str) -> Planted:
 def _feature_v1(sim: Simulator, plant: str) -> Planted:
     """/feature v1 (enabled, no features), as a controller with IBP 2.7 to 3.2 writes it."""
     data = Encoder(ERAS["2.8"]).feature()
-    _write(sim, "/feature", data)
+    write_znode(sim, "/feature", data)
     return Planted(check_id_of(plant), path="/feature")
 
 
@@ -486,7 +419,7 @@ def _znode_missing(sim: Simulator, plant: str) -> Planted:
 def _producer_id_block_invalid(sim: Simulator, plant: str) -> Planted:
     """A truncated producer-id block: ``ProducerIdBlockZNode.parseProducerIdBlockData`` fails on it."""
     data = b'{"version":1,"broker":1,"block_start":"4000","block_end":"49'
-    _write(sim, "/latest_producer_id_block", data)
+    write_znode(sim, "/latest_producer_id_block", data)
     return Planted(check_id_of(plant), path="/latest_producer_id_block", implied=("malformed_znode",))
 
 
@@ -551,116 +484,3 @@ def inherent_readiness(sim: Simulator) -> list[Planted]:
                   for token in sim.admin.get_children("/delegation_token/tokens")]
     return found
 
-
-# -- migration phases -----------------------------------------------------------------------------------------
-def _require_migration_era(sim: Simulator) -> None:
-    if sim.model is None:
-        raise RuntimeError("write() a cluster first")
-    if sim.model.era.controller_version < 2:
-        raise ValueError("a ZK→KRaft migration needs Kafka 3.4+ (eras 3.x, 3.x-migration, 3.9)")
-
-
-def _migration_state(sim: Simulator) -> dict[str, int]:
-    if sim.admin.exists("/migration"):
-        return _read_json(sim, "/migration")
-    return {"version": 0, "kraft_controller_id": -1, "kraft_controller_epoch": -1, "kraft_metadata_offset": -1,
-            "kraft_metadata_epoch": -1}
-
-
-def _write_migration(sim: Simulator, state: dict[str, int]) -> None:
-    """/migration as ``MigrationZNode.encode`` writes it; an update is conditional on its version."""
-    data = sim.encoder.migration(state["kraft_controller_id"], state["kraft_controller_epoch"],
-                                 state["kraft_metadata_offset"], state["kraft_metadata_epoch"])
-    stat = sim.admin.exists("/migration")
-    if stat is None:
-        sim.admin.create("/migration", data)
-        sim.counts.creates += 1
-    else:
-        sim.admin.set("/migration", data, version=stat.version)
-        sim.counts.sets += 1
-
-
-def _drop_controller(sim: Simulator) -> None:
-    """Remove /controller, through the session that owns it when it is ephemeral."""
-    stat = sim.admin.exists("/controller")
-    if stat is None:
-        return
-    owner = next((s for s in sim.broker_sessions.values() if s.client_id and s.client_id[0] == stat.ephemeralOwner),
-                 None) if stat.ephemeralOwner else None
-    (owner or sim.admin).delete("/controller")
-    sim.counts.deletes += 1
-
-
-def _zk_controller_elected(sim: Simulator) -> None:
-    """A ZooKeeper-mode broker wins the election: ephemeral /controller v2 with kraftControllerEpoch -1."""
-    _drop_controller(sim)
-    broker = sim.model.broker_ids[0] if sim.controller_id not in sim.model.broker_ids else sim.controller_id
-    sim.elect_controller(broker, now_ms())
-
-
-def _kraft_controller_claims(sim: Simulator, kraft_epoch: int) -> None:
-    """``tryRegisterKRaftControllerAsActiveController``: persistent /controller with the KRaft leader's id and
-    epoch, /controller_epoch + 1."""
-    _drop_controller(sim)
-    sim.controller_epoch += 1
-    sim.kraft_controller_epoch = kraft_epoch
-    with sim.writer(sim.admin, "kraft controller") as writer:
-        writer.create("/controller", sim.encoder.controller(KRAFT_CONTROLLER_ID, now_ms(), kraft_epoch))
-        writer.set_data("/controller_epoch", sim.encoder.controller_epoch(sim.controller_epoch))
-    sim.controller_id = KRAFT_CONTROLLER_ID
-
-
-def waiting_for_brokers(sim: Simulator) -> None:
-    """The KRaft quorum created /migration (all -1) and waits for every ZooKeeper broker to register with
-    it; a ZooKeeper-mode controller still holds /controller."""
-    _require_migration_era(sim)
-    _zk_controller_elected(sim)
-    _write_migration(sim, {"version": 0, "kraft_controller_id": -1, "kraft_controller_epoch": -1,
-                           "kraft_metadata_offset": -1, "kraft_metadata_epoch": -1})
-
-
-def initial_load(sim: Simulator, kraft_epoch: int) -> None:
-    """The KRaft leader of ``kraft_epoch`` claimed /controller and copies the metadata (offset still -1)."""
-    _require_migration_era(sim)
-    if kraft_epoch < 1:
-        raise ValueError("a KRaft leader epoch is at least 1")
-    _kraft_controller_claims(sim, kraft_epoch)
-    state = _migration_state(sim)
-    state.update(kraft_controller_id=KRAFT_CONTROLLER_ID, kraft_controller_epoch=kraft_epoch,
-                 kraft_metadata_offset=-1, kraft_metadata_epoch=-1)
-    _write_migration(sim, state)
-
-
-def advance_dual_write(sim: Simulator, offset: int) -> None:
-    """A dual write up to KRaft offset ``offset``: one multi-op checking /controller_epoch's version and
-    setting /migration conditionally (a KRaft controller must hold /controller)."""
-    _require_migration_era(sim)
-    controller = _read_json(sim, "/controller") if sim.admin.exists("/controller") else {}
-    if controller.get("kraftControllerEpoch", -1) < 0:
-        raise ValueError("dual writes need a KRaft controller on /controller (initial_load first)")
-    state = _migration_state(sim)
-    state.update(kraft_controller_id=controller["brokerid"], kraft_controller_epoch=controller["kraftControllerEpoch"],
-                 kraft_metadata_offset=offset, kraft_metadata_epoch=controller["kraftControllerEpoch"])
-    epoch_version = sim.admin.exists("/controller_epoch").version
-    migration_version = sim.admin.exists("/migration").version
-    transaction = sim.admin.transaction()
-    transaction.check("/controller_epoch", epoch_version)
-    transaction.set_data("/migration", sim.encoder.migration(
-        state["kraft_controller_id"], state["kraft_controller_epoch"], offset, state["kraft_metadata_epoch"],
-    ), migration_version)
-    results = transaction.commit()
-    failures = [result for result in results if isinstance(result, Exception)]
-    if failures:
-        raise RuntimeError(f"dual write failed: {failures[0]!r}")
-    sim.counts.sets += 1
-
-
-def reverted_migration(sim: Simulator) -> Planted:
-    """The operator reverted after dual writes: the KRaft controllers are gone, a ZooKeeper-mode broker took
-    /controller back, and /migration still holds the last offset (R01, ``kraft_migration_leftover``)."""
-    _require_migration_era(sim)
-    state = _migration_state(sim)
-    if state.get("kraft_metadata_offset", -1) <= 0:
-        raise ValueError("revert after dual writes: /migration has no offset > 0 yet (advance_dual_write first)")
-    _zk_controller_elected(sim)
-    return Planted("kraft_migration_leftover", path="/migration")

@@ -44,6 +44,10 @@ class Era:
     def at_least(self, *release: int) -> bool:
         return self.release >= tuple(release)
 
+    def since(self, steps: dict[Release, tuple[str, ...]]) -> list[str]:
+        """The names of ``steps`` (release -> names it brought, oldest first) that this era's release has."""
+        return [name for release, names in steps.items() if self.release >= release for name in names]
+
     @property
     def broker_version(self) -> int:
         if self.release < (0, 9, 0):
@@ -101,27 +105,14 @@ class Era:
 
     @property
     def config_entity_types(self) -> tuple[str, ...]:
-        types = ["topics"]
-        if self.at_least(0, 9, 0):
-            types.append("clients")
-        if self.at_least(0, 10, 1):
-            types += ["users", "brokers"]
-        if self.at_least(2, 8, 0):
-            types.append("ips")
-        return tuple(types)
+        return ("topics", *self.since({(0, 9, 0): ("clients",), (0, 10, 1): ("users", "brokers"), (2, 8, 0): ("ips",)}))
 
     @property
     def acl_resource_types(self) -> tuple[str, ...]:
         if self.release < (0, 9, 0):
             return ()
-        types = ["Topic", "Group", "Cluster"]
-        if self.at_least(0, 11, 0):
-            types.append("TransactionalId")
-        if self.at_least(1, 1, 0):
-            types.append("DelegationToken")
-        if self.at_least(3, 3, 0):
-            types.append("User")
-        return tuple(types)
+        return ("Topic", "Group", "Cluster",
+                *self.since({(0, 11, 0): ("TransactionalId",), (1, 1, 0): ("DelegationToken",), (3, 3, 0): ("User",)}))
 
     @property
     def acl_change_uses_java_names(self) -> bool:

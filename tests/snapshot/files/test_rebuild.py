@@ -11,8 +11,8 @@ import pytest
 from kafka_zk_audit.contract.snapshot_options import SnapshotOptions
 from kafka_zk_audit.contract.snapshot_table import ARROW_SCHEMA
 from kafka_zk_audit.contract.warehouse import Warehouse, read_manifest
+from kafka_zk_audit.snapshot.files.processtxn import OfflineFilesError
 from kafka_zk_audit.snapshot.files.rebuild import write_new_offline_snapshot, write_offline_snapshot
-from kafka_zk_audit.snapshot.files.replay import OfflineFilesError
 from kafka_zk_audit.snapshot.secrets import key_path
 
 pytestmark = pytest.mark.zk

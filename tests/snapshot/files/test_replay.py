@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_zk_audit.snapshot.files.replay import OfflineFilesError, rebuild_tree
+from kafka_zk_audit.snapshot.files.processtxn import OfflineFilesError
+from kafka_zk_audit.snapshot.files.replay import rebuild_tree
 from kafka_zk_audit.snapshot.files.snapfile import read_snapshot, snapshot_files, snapshot_zxid
 from kafka_zk_audit.snapshot.files.txnlog import RECORD_HEAD, log_files
 

@@ -12,13 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_zk_audit.snapshot.files.snapfile import (
-    DIGEST_TRAILER,
-    SEAL_SIZE,
-    SnapshotFileError,
-    read_snapshot,
-    snapshot_files,
-)
+from kafka_zk_audit.snapshot.files.snapdecode import DIGEST_TRAILER, SEAL_SIZE, SnapshotFileError
+from kafka_zk_audit.snapshot.files.snapfile import read_snapshot, snapshot_files
 from kafka_zk_audit_testing.zk_server import ZooKeeperServer, free_port
 
 from .java_tools import snapshot_formatter

@@ -29,8 +29,9 @@ from kafka_zk_audit.contract.snapshot_table import ARROW_SCHEMA
 from kafka_zk_audit.contract.warehouse import Warehouse, validate_snapshot_id
 from kafka_zk_audit.snapshot.acls import KAFKA_ACL_PATHS, format_acl
 from kafka_zk_audit.snapshot.connection import ZkSettings
-from kafka_zk_audit.snapshot.files.replay import OfflineFilesError, RebuiltTree, cycle_collector_paused, rebuild_tree
-from kafka_zk_audit.snapshot.files.snapfile import NodeTable
+from kafka_zk_audit.snapshot.files.datatree import NodeTable
+from kafka_zk_audit.snapshot.files.processtxn import OfflineFilesError
+from kafka_zk_audit.snapshot.files.replay import RebuiltTree, cycle_collector_paused, rebuild_tree
 from kafka_zk_audit.snapshot.ids import SnapshotIdTaken, under_new_id
 from kafka_zk_audit.snapshot.secrets import Fingerprinter, warehouse_key
 from kafka_zk_audit.snapshot.writer import write_parquet
