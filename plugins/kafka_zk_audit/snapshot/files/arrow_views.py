@@ -3,7 +3,7 @@
 A ZooKeeper file's paths and data are length-prefixed slices of its bytes. ``slices`` makes an Arrow
 ``binary_view`` array that points into the buffer (16 bytes a value: its length, then the value itself when it
 fits in 12 bytes, else its first 4 bytes, a buffer index and an offset) and lets Arrow copy the values out compact.
-Used by the snapshot reader (``snapfile``) and the change table's decoder (``txncolumns``).
+Used by the snapshot decoder (``snapdecode``) and the change table's decoder (``txncolumns``).
 """
 
 from __future__ import annotations
