@@ -22,7 +22,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit.checks.migration import migration_phase
-from kafka_zk_audit.audit.checks.readiness import node_ids, run_readiness
+from kafka_zk_audit.audit.checks.readiness import run_readiness
+from kafka_zk_audit.audit.checks.readiness.cluster import node_ids
 from kafka_zk_audit.audit.job import read_snapshots
 from kafka_zk_audit.audit.normalize import normalize
 from kafka_zk_audit.contract.schemas import KEY, READINESS, SNAPSHOT

@@ -1,8 +1,8 @@
 """The drift row of a snapshot: how many brokers, topics, partitions, groups and znodes it has, and its epochs.
 
-One row per audited snapshot (schema ``contract.schemas.DRIFT``), written as the ``drift`` table. The gate
-compares it with the row of the same cluster's baseline snapshot (Great Expectations' ``drift`` suite, with
-the bounds as suite parameters).
+One row per audited snapshot (schema ``contract.schemas.DRIFT``), written as the ``drift`` table (its name, its
+counts and their bounds: ``contract/drift.py``). The gate compares it with the row of the same cluster's baseline
+snapshot (Great Expectations' ``drift`` suite, with the bounds as suite parameters).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit.batch import Batch
+from kafka_zk_audit.contract.drift import COUNTS
 from kafka_zk_audit.contract.schemas import KEY
 
-DRIFT_TABLE = "drift"
 GROUP_TABLES = ("consumer_registrations", "consumer_owners", "consumer_offsets")
 
 
@@ -58,8 +58,7 @@ def drift_rows(tables: Mapping[str, DataFrame], batch: Batch,
             "controller_epoch": found and found["epoch"],
             "zxid": zxid,
         }
-        names = ("brokers", "topics", "partitions", "consumer_groups", "znodes", "controller_epoch", "zxid")
-        row["evidence"] = " · ".join(f"{name} {row[name]}" for name in names) + \
+        row["evidence"] = " · ".join(f"{name} {row[name]}" for name in COUNTS) + \
             f" · baseline {snapshot.baseline_id or 'none'}"
         rows.append(row)
     return rows

@@ -29,7 +29,7 @@ from kafka_zk_audit.audit.audit_tables import build_audit_tables, conform_for_ga
 from kafka_zk_audit.audit.batch import Batch, BatchSnapshot, started_ms
 from kafka_zk_audit.audit.checks import run_checks
 from kafka_zk_audit.audit.checks.common import BASELINE_ID
-from kafka_zk_audit.audit.drift import DRIFT_TABLE, drift_rows
+from kafka_zk_audit.audit.drift import drift_rows
 from kafka_zk_audit.audit.findings import finalize_findings
 from kafka_zk_audit.audit.keyed_io import (
     collect_all_at_once,
@@ -46,6 +46,7 @@ from kafka_zk_audit.audit.normalize import normalize
 from kafka_zk_audit.audit.readiness import SnapshotReadiness, audit_readiness, write_audit_migration
 from kafka_zk_audit.audit.session import size_spark_to
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
+from kafka_zk_audit.contract.drift import DRIFT_TABLE
 from kafka_zk_audit.contract.schemas import DRIFT, FINDINGS, KEY, SNAPSHOT, TABLES
 from kafka_zk_audit.contract.settings import load_config
 from kafka_zk_audit.contract.warehouse import Warehouse, read_manifest

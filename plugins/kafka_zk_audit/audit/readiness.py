@@ -25,9 +25,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, IntegerType, StringType, StructField, StructType
 
 from kafka_zk_audit.audit.checks.migration import migration_phases
-from kafka_zk_audit.audit.checks.readiness import ReadinessTarget, node_ids, run_readiness
+from kafka_zk_audit.audit.checks.readiness import ReadinessTarget, run_readiness
+from kafka_zk_audit.audit.checks.readiness.cluster import node_ids
 from kafka_zk_audit.audit.keyed_io import write_rows
-from kafka_zk_audit.contract.readiness import BY_CHECK_ID, LEVEL_RANK, LEVELS, NOT_VISIBLE, verdict
+from kafka_zk_audit.contract.readiness import BY_CHECK_ID, LEVEL_RANK, LEVELS, NOT_VISIBLE, SUBJECT_COLUMNS, verdict
 from kafka_zk_audit.contract.schemas import KEY, READINESS
 from kafka_zk_audit.contract.settings import AuditConfig
 from kafka_zk_audit.contract.warehouse import Warehouse
@@ -44,7 +45,6 @@ AUDIT_MIGRATION = StructType([
     *(StructField(level, BooleanType()) for level in LEVELS),
     StructField("blocker_gating", BooleanType()),
 ])
-SUBJECT = ("topic", "partition", "group_id", "broker_id", "path")
 
 
 class SnapshotReadiness(NamedTuple):
@@ -62,14 +62,14 @@ class SnapshotReadiness(NamedTuple):
 
 def _order(row: dict[str, Any]) -> tuple:
     subject = tuple((value is None, "" if value is None else str(value).zfill(12)) for value in
-                    (row[name] for name in SUBJECT))
+                    (row[name] for name in SUBJECT_COLUMNS))
     return (LEVEL_RANK.get(row["level"], len(LEVELS)), row["condition_id"], row["check_id"], subject)
 
 
 def audit_migration_rows(rows: list[dict[str, Any]], gate: bool) -> list[dict[str, Any]]:
     """The gate's rows: each readiness row with a flag per level (one all-False row when there is none)."""
     audit = [{
-        **{name: row[name] for name in SUBJECT}, "evidence": f"{row['level']} · {row['detail']}",
+        **{name: row[name] for name in SUBJECT_COLUMNS}, "evidence": f"{row['level']} · {row['detail']}",
         "condition_id": row["condition_id"], "check_id": row["check_id"],
         **{level: row["level"] == level for level in LEVELS}, "blocker_gating": gate and row["level"] == "blocker",
     } for row in rows]

@@ -1,4 +1,13 @@
-"""The check catalogue of the contract: id, default severity, entity (audit table) and meaning."""
+"""The check catalogue of the contract: the one registry of the audit's checks.
+
+Each ``Check`` is the whole spec of a check: its id, default severity, entity (audit table) and meaning, and its
+inputs: the normalized tables it reads, the tables of the baseline snapshot it compares with (a history check)
+and whether it takes the snapshot's parameters (clock and limits). Everything else derives from it: the ids
+(``CHECK_IDS``), the docs (``scripts/generate_docs.py``), the suites and audit tables, and the dispatch in Spark
+(``audit/checks``: the function named like the check, in its family module, called with these inputs by name).
+
+Pure Python (no Spark): the gate, the reports and the Airflow DAG file read it too.
+"""
 
 from __future__ import annotations
 
@@ -11,174 +20,141 @@ GATING_SEVERITIES = frozenset({"critical", "error"})
 
 @dataclass(frozen=True)
 class Check:
+    """One check: what it finds and where it goes (severity, entity, meaning) and what it reads.
+
+    ``tables`` are the normalized tables (``contract.schemas.TABLES``) the check function takes, in its order and
+    under their own names; ``baselines`` the tables of the baseline snapshot it takes after them, as
+    ``previous_<table>`` (None without a baseline); ``params`` whether it takes the parameters last, as ``params``.
+    """
+
     check_id: str
     severity: str
     entity: str
     meaning: str
-    history: bool = False
+    tables: tuple[str, ...] = ()
+    baselines: tuple[str, ...] = ()
+    params: bool = False
+
+    @property
+    def history(self) -> bool:
+        """A history check: it compares with the baseline snapshot (and reports nothing without one)."""
+        return bool(self.baselines)
+
+    @property
+    def arguments(self) -> tuple[str, ...]:
+        """The check function's parameter names, in order: the tables, ``previous_<table>`` of each baseline
+        table, then ``params`` if it takes them."""
+        return (*self.tables, *(f"previous_{table}" for table in self.baselines), *(("params",) if self.params else ()))
 
 
 CHECKS: tuple[Check, ...] = (
     # Partitions and replicas
-    Check("leader_not_in_isr", "error", "partitions", "the state's leader is not in its isr"),
-    Check("isr_not_subset_of_replicas", "error", "partitions", "an isr member is not an assigned replica"),
-    Check("leader_not_alive", "error", "partitions", "leader >= 0 but not registered under /brokers/ids"),
-    Check("offline_partition", "critical", "partitions", "leader is -1, or no isr member is alive"),
-    Check("under_replicated", "warning", "partitions", "fewer isr members than assigned replicas"),
-    Check("preferred_leader_not_leader", "info", "partitions", "leader is not the first assigned replica"),
-    Check("replica_on_unknown_broker", "warning", "partitions", "an assigned replica's broker is not registered"),
-    Check("duplicate_replica", "error", "partitions", "a broker appears twice in one partition's assignment"),
-    Check("replication_factor_inconsistent", "warning", "topics", "partitions of one topic have different RF"),
-    Check("partition_state_missing", "error", "partitions", "assigned partition has no .../partitions/<p>/state"),
-    Check("partition_state_orphaned", "warning", "partitions", "a state znode for a partition not in the assignment"),
-    Check(
-        "partition_epoch_ahead_of_controller",
-        "error",
-        "partitions",
-        "state controller_epoch > /controller_epoch",
-    ),
-    Check(
-        "leader_epoch_regressed",
-        "error",
-        "partitions",
-        "leader_epoch lower than in the previous snapshot",
-        history=True,
-    ),
+    Check("leader_not_in_isr", "error", "partitions", "the state's leader is not in its isr",
+          tables=("partitions",)),
+    Check("isr_not_subset_of_replicas", "error", "partitions", "an isr member is not an assigned replica",
+          tables=("partitions",)),
+    Check("leader_not_alive", "error", "partitions", "leader >= 0 but not registered under /brokers/ids",
+          tables=("partitions", "brokers", "controller")),
+    Check("offline_partition", "critical", "partitions", "leader is -1, or no isr member is alive",
+          tables=("partitions", "brokers", "controller")),
+    Check("under_replicated", "warning", "partitions", "fewer isr members than assigned replicas",
+          tables=("partitions", "assignments")),
+    Check("preferred_leader_not_leader", "info", "partitions", "leader is not the first assigned replica",
+          tables=("partitions", "assignments", "admin_markers")),
+    Check("replica_on_unknown_broker", "warning", "partitions", "an assigned replica's broker is not registered",
+          tables=("assignments", "brokers", "controller")),
+    Check("duplicate_replica", "error", "partitions", "a broker appears twice in one partition's assignment",
+          tables=("assignments",)),
+    Check("replication_factor_inconsistent", "warning", "topics", "partitions of one topic have different RF",
+          tables=("assignments",)),
+    Check("partition_state_missing", "error", "partitions", "assigned partition has no .../partitions/<p>/state",
+          tables=("partitions",)),
+    Check("partition_state_orphaned", "warning", "partitions", "a state znode for a partition not in the assignment",
+          tables=("partitions",)),
+    Check("partition_epoch_ahead_of_controller", "error", "partitions", "state controller_epoch > /controller_epoch",
+          tables=("partitions", "controller_epoch", "controller", "migration")),
+    Check("leader_epoch_regressed", "error", "partitions", "leader_epoch lower than in the previous snapshot",
+          tables=("partitions", "topics"), baselines=("partitions", "topics")),
     # Controller
-    Check("controller_missing", "critical", "controller", "no /controller znode"),
-    Check("controller_not_alive", "critical", "controller", "/controller's brokerid is not registered"),
-    Check(
-        "controller_session_mismatch",
-        "error",
-        "controller",
-        "/controller's ephemeralOwner differs from that broker's registration session",
-    ),
-    Check(
-        "controller_epoch_regressed",
-        "critical",
-        "controller",
-        "/controller_epoch lower than in the previous snapshot",
-        history=True,
-    ),
+    Check("controller_missing", "critical", "controller", "no /controller znode",
+          tables=("controller",), params=True),
+    Check("controller_not_alive", "critical", "controller", "/controller's brokerid is not registered",
+          tables=("controller", "brokers")),
+    Check("controller_session_mismatch", "error", "controller",
+          "/controller's ephemeralOwner differs from that broker's registration session",
+          tables=("controller", "brokers")),
+    Check("controller_epoch_regressed", "critical", "controller",
+          "/controller_epoch lower than in the previous snapshot",
+          tables=("controller_epoch",), baselines=("controller_epoch",)),
     # ZooKeeper -> KRaft migration in flight (only ever raised during a migration)
-    Check(
-        "migration_dual_write_stalled",
-        "error",
-        "controller",
-        "dual writes stopped: /migration unchanged for longer than its limit while a KRaft controller holds "
-        "/controller",
-    ),
-    Check(
-        "migration_stuck",
-        "warning",
-        "controller",
-        "a migration waiting for brokers or loading (offset -1) for longer than its limit",
-    ),
-    Check(
-        "migration_crash_loop",
-        "error",
-        "controller",
-        "the initial load restarted under a new KRaft leader without completing",
-        history=True,
-    ),
-    Check(
-        "migration_rolled_back",
-        "critical",
-        "controller",
-        "a ZooKeeper-mode controller took /controller back during dual writes (rollback or split brain)",
-        history=True,
-    ),
-    Check(
-        "migration_offset_regressed",
-        "critical",
-        "controller",
-        "the KRaft metadata offset in /migration lower than in the previous snapshot",
-        history=True,
-    ),
+    Check("migration_dual_write_stalled", "error", "controller",
+          "dual writes stopped: /migration unchanged for longer than its limit while a KRaft controller holds "
+          "/controller",
+          tables=("migration", "controller"), params=True),
+    Check("migration_stuck", "warning", "controller",
+          "a migration waiting for brokers or loading (offset -1) for longer than its limit",
+          tables=("migration", "controller"), params=True),
+    Check("migration_crash_loop", "error", "controller",
+          "the initial load restarted under a new KRaft leader without completing",
+          tables=("migration", "controller"), baselines=("migration", "controller")),
+    Check("migration_rolled_back", "critical", "controller",
+          "a ZooKeeper-mode controller took /controller back during dual writes (rollback or split brain)",
+          tables=("migration", "controller"), baselines=("migration", "controller")),
+    Check("migration_offset_regressed", "critical", "controller",
+          "the KRaft metadata offset in /migration lower than in the previous snapshot",
+          tables=("migration",), baselines=("migration",)),
     # Brokers and topics
-    Check(
-        "broker_registration_not_ephemeral",
-        "error",
-        "brokers",
-        "a /brokers/ids/<id> znode with ephemeralOwner 0",
-    ),
-    Check("broker_endpoint_conflict", "error", "brokers", "two brokers advertise the same endpoint"),
-    Check("topic_config_missing", "warning", "topics", "a topic without /config/topics/<t>"),
-    Check(
-        "deleted_topic_remnants",
-        "warning",
-        "topics",
-        "config, partition, owner or offset znodes of a topic that has no /brokers/topics/<t>",
-    ),
+    Check("broker_registration_not_ephemeral", "error", "brokers", "a /brokers/ids/<id> znode with ephemeralOwner 0",
+          tables=("brokers",)),
+    Check("broker_endpoint_conflict", "error", "brokers", "two brokers advertise the same endpoint",
+          tables=("brokers",)),
+    Check("topic_config_missing", "warning", "topics", "a topic without /config/topics/<t>",
+          tables=("topics", "configs")),
+    Check("deleted_topic_remnants", "warning", "topics",
+          "config, partition, owner or offset znodes of a topic that has no /brokers/topics/<t>",
+          tables=("topics", "configs", "partition_states", "consumer_owners", "consumer_offsets")),
     # Admin operations
-    Check(
-        "delete_topic_stuck",
-        "error",
-        "admin",
-        "/admin/delete_topics/<t> older than its SLA while the topic still exists",
-    ),
-    Check("delete_marker_orphaned", "warning", "admin", "/admin/delete_topics/<t> for a topic that no longer exists"),
-    Check("reassignment_stuck", "error", "admin", "/admin/reassign_partitions older than its SLA"),
-    Check(
-        "reassignment_invalid",
-        "error",
-        "admin",
-        "a reassignment entry names a missing topic/partition or an unregistered broker",
-    ),
-    Check("preferred_election_stuck", "warning", "admin", "/admin/preferred_replica_election older than its SLA"),
-    Check(
-        "notification_backlog",
-        "warning",
-        "admin",
-        "too many or too old children under /isr_change_notification, /log_dir_event_notification or /config/changes",
-    ),
+    Check("delete_topic_stuck", "error", "admin",
+          "/admin/delete_topics/<t> older than its SLA while the topic still exists",
+          tables=("admin_markers", "topics"), params=True),
+    Check("delete_marker_orphaned", "warning", "admin", "/admin/delete_topics/<t> for a topic that no longer exists",
+          tables=("admin_markers", "topics")),
+    Check("reassignment_stuck", "error", "admin", "/admin/reassign_partitions older than its SLA",
+          tables=("admin_markers",), params=True),
+    Check("reassignment_invalid", "error", "admin",
+          "a reassignment entry names a missing topic/partition or an unregistered broker",
+          tables=("admin_markers", "assignments", "brokers", "controller")),
+    Check("preferred_election_stuck", "warning", "admin", "/admin/preferred_replica_election older than its SLA",
+          tables=("admin_markers",), params=True),
+    Check("notification_backlog", "warning", "admin",
+          "too many or too old children under /isr_change_notification, /log_dir_event_notification or /config/changes",
+          tables=("notifications",), params=True),
     # Old (ZooKeeper-based) consumer groups
-    Check(
-        "owner_not_registered",
-        "error",
-        "consumer_owners",
-        "an owner znode names a consumer id absent from /consumers/<g>/ids",
-    ),
-    Check(
-        "partition_unowned",
-        "warning",
-        "consumer_owners",
-        "a group with live consumers subscribed to a topic leaves a partition without owner",
-    ),
-    Check(
-        "partition_multiply_owned",
-        "error",
-        "consumer_owners",
-        "one (group, topic, partition) is claimed by more than one owner znode or thread",
-    ),
-    Check(
-        "owner_assignment_mismatch",
-        "warning",
-        "consumer_owners",
-        "owners differ from the range assignment the group's consumers should compute",
-    ),
-    Check("offset_invalid", "error", "offsets", "an offset znode that is not a non-negative integer"),
-    Check("offset_for_unknown_partition", "warning", "offsets", "an offset for a topic/partition that does not exist"),
-    Check(
-        "offset_regressed",
-        "error",
-        "offsets",
-        "a committed offset lower than in the previous snapshot",
-        history=True,
-    ),
+    Check("owner_not_registered", "error", "consumer_owners",
+          "an owner znode names a consumer id absent from /consumers/<g>/ids",
+          tables=("consumer_owners", "consumer_registrations")),
+    Check("partition_unowned", "warning", "consumer_owners",
+          "a group with live consumers subscribed to a topic leaves a partition without owner",
+          tables=("consumer_registrations", "consumer_owners", "assignments", "topics")),
+    Check("partition_multiply_owned", "error", "consumer_owners",
+          "one (group, topic, partition) is claimed by more than one owner znode or thread",
+          tables=("consumer_owners",)),
+    Check("owner_assignment_mismatch", "warning", "consumer_owners",
+          "owners differ from the range assignment the group's consumers should compute",
+          tables=("consumer_registrations", "consumer_owners", "assignments", "topics")),
+    Check("offset_invalid", "error", "offsets", "an offset znode that is not a non-negative integer",
+          tables=("consumer_offsets",)),
+    Check("offset_for_unknown_partition", "warning", "offsets", "an offset for a topic/partition that does not exist",
+          tables=("consumer_offsets", "assignments", "topics")),
+    Check("offset_regressed", "error", "offsets", "a committed offset lower than in the previous snapshot",
+          tables=("consumer_offsets", "topics"), baselines=("consumer_offsets", "topics")),
     # Any znode
-    Check(
-        "malformed_znode",
-        "error",
-        "znodes",
-        "data that does not parse, or does not match any known version of its kind",
-    ),
-    Check(
-        "unreadable_znode",
-        "info",
-        "znodes",
-        "a znode the auditor may not read (no READ permission); checks that need it skip it",
-    ),
+    Check("malformed_znode", "error", "znodes",
+          "data that does not parse, or does not match any known version of its kind",
+          tables=("malformed_znodes",)),
+    Check("unreadable_znode", "info", "znodes",
+          "a znode the auditor may not read (no READ permission); checks that need it skip it",
+          tables=("unreadable_znodes",)),
 )
 
 BY_ID: dict[str, Check] = {check.check_id: check for check in CHECKS}

@@ -6,7 +6,10 @@ being the node-id list of the report, not a row). How bad it is depends on the K
 migrates with (``migration.target_version``): :func:`level_for` gives the level of a check at a target,
 ``None`` when it is no problem there. Readiness is not health: its rows never become findings or alerts.
 
-Pure Python; ``audit/checks/readiness.py`` computes the rows in Spark.
+The phase of a migration in flight (``PHASES``) is named here too: ``audit/checks/migration.py`` tells them apart,
+the readiness report shows them.
+
+Pure Python; ``audit/checks/readiness/`` computes the rows in Spark.
 """
 
 from __future__ import annotations
@@ -22,6 +25,13 @@ LEVELS: tuple[str, ...] = ("blocker", "high", "warn", "info")
 # Levels that make the verdict "ready_with_warnings" (a blocker makes it "blocked"; info changes nothing).
 WARNING_LEVELS = frozenset({"high", "warn"})
 VERDICTS: tuple[str, ...] = ("blocked", "ready_with_warnings", "ready")
+
+# The phases of a ZooKeeper → KRaft migration as /migration and /controller show them (readiness.json's ``phase``),
+# in the order a migration goes through them; ``reverted`` is a rolled-back attempt, ``unknown`` anything else.
+PHASES: tuple[str, ...] = ("not_started", "waiting_for_brokers", "initial_load", "dual_write", "reverted", "unknown")
+NOT_STARTED, WAITING_FOR_BROKERS, INITIAL_LOAD, DUAL_WRITE, REVERTED, UNKNOWN_PHASE = PHASES
+# The columns of a readiness row (contract.schemas.READINESS) that name its subject, as the report shows them.
+SUBJECT_COLUMNS: tuple[str, ...] = ("topic", "partition", "group_id", "broker_id", "path")
 
 # The Kafka releases that migrate from ZooKeeper to KRaft (KIP-866): 3.4 to 3.9.
 FIRST_MINOR, LAST_MINOR = 4, 9

@@ -13,15 +13,13 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from kafka_zk_audit.contract.drift import BOUND_COLUMNS, DRIFT_TABLE
 from kafka_zk_audit.contract.settings import DriftConfig
 from kafka_zk_audit.contract.warehouse import Warehouse
 
 DRIFT_SUITE = "drift"
-DRIFT_TABLE = "drift"
 OPEN_MIN = 0
 OPEN_MAX = 2**31 - 1  # fits the int columns (controller_epoch)
-BOUND_COLUMNS = ("brokers_min", "topics_min", "partitions_min", "consumer_groups_min", "znodes_min",
-                 "controller_epoch_max", "zxid_min")
 
 
 def _drop_floor(previous: int, max_drop_pct: float) -> int:

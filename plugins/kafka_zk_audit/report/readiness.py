@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kafka_zk_audit.contract import readiness as contract
-from kafka_zk_audit.contract.readiness import LEVEL_RANK, LEVELS, NOT_VISIBLE
+from kafka_zk_audit.contract.readiness import LEVEL_RANK, LEVELS, NOT_VISIBLE, SUBJECT_COLUMNS
 from kafka_zk_audit.contract.warehouse import Warehouse, validate_snapshot_id
 from kafka_zk_audit.report import alert
 from kafka_zk_audit.report.data_docs import link_at_top
@@ -33,7 +33,6 @@ LEVEL_HEADINGS = {
 VERDICT_LABELS = {"blocked": "BLOCKED", "ready_with_warnings": "READY WITH WARNINGS", "ready": "READY"}
 VERDICT_COLOURS = {"blocked": "#c62828", "ready_with_warnings": "#ef8f00", "ready": "#2e7d32"}
 UNKNOWN_COLOUR = "#616161"
-SUBJECT_COLUMNS = ("topic", "partition", "group_id", "broker_id", "path")
 NOT_VISIBLE_HEADING = "ZooKeeper cannot show these: check them yourself"
 NODE_IDS_HEADING = "Node ids the KRaft controllers must not reuse (R14)"
 READINESS_DIR = "readiness"
@@ -71,12 +70,12 @@ def _phase(report: Mapping[str, Any]) -> tuple[str, str]:
     phase = report.get("phase") or {}
     if not isinstance(phase, Mapping):
         return str(phase), ""
-    return str(phase.get("phase") or "unknown"), str(phase.get("detail") or "")
+    return str(phase.get("phase") or contract.UNKNOWN_PHASE), str(phase.get("detail") or "")
 
 
 def migration_running(report: Mapping[str, Any]) -> bool:
     """True when ZooKeeper shows a migration under way (or a trace of one): any phase but ``not_started``."""
-    return _phase(report)[0] != "not_started"
+    return _phase(report)[0] != contract.NOT_STARTED
 
 
 def _node_ids(report: Mapping[str, Any]) -> list[str]:

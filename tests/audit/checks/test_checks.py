@@ -7,6 +7,8 @@ check id: its positive cases on the broken cluster and its negative case on the 
 from __future__ import annotations
 
 import copy
+import inspect
+import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -19,12 +21,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from kafka_zk_audit.audit.checks import CHECK_FUNCTIONS, run_checks
-from kafka_zk_audit.audit.checks.common import BASELINE_ID
+from kafka_zk_audit.audit.checks import CHECK_FUNCTIONS, FAMILIES, run_checks
+from kafka_zk_audit.audit.checks.common import BASELINE_ID, family_functions
 from kafka_zk_audit.audit.job import read_snapshots
 from kafka_zk_audit.audit.normalize import normalize
 from kafka_zk_audit.audit.params import snapshot_params
-from kafka_zk_audit.contract.catalogue import CHECK_IDS
+from kafka_zk_audit.contract.catalogue import CHECK_IDS, CHECKS
 from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, KEY, TABLES, keyed
 from kafka_zk_audit.contract.settings import load_config, parse_config
 from kafka_zk_audit.contract.warehouse import Warehouse
@@ -38,6 +40,7 @@ pytestmark = pytest.mark.spark
 NOW = 1_800_000_000_000  # the snapshot's start time, epoch ms
 MINUTE, HOUR, DAY = 60_000, 3_600_000, 86_400_000
 PREVIOUS_SNAPSHOT = "20261122T050000Z"
+FAMILY_NAMES = {module.__name__.rsplit(".", 1)[-1] for module in FAMILIES}
 SNAPSHOT_KEY = "20261122T060000Z"  # the snapshot_id of the test frames
 
 
@@ -445,6 +448,33 @@ def test_registry_covers_the_catalogue() -> None:
     assert set(CHECK_FUNCTIONS) == set(CHECK_IDS)
     for check_id, function in CHECK_FUNCTIONS.items():
         assert function.__doc__ and function.__doc__.strip(), f"{check_id} needs a docstring"
+
+
+def test_each_check_function_takes_what_its_spec_names() -> None:
+    """The catalogue's spec of a check is its function's signature: its tables, previous_<table> of each baseline
+    table, then params (run_check passes them by name, in no other way)."""
+    for check in CHECKS:
+        function = CHECK_FUNCTIONS[check.check_id]
+        assert function.__name__ == check.check_id and function.__module__.rsplit(".", 1)[-1] in FAMILY_NAMES
+        assert tuple(inspect.signature(function).parameters) == check.arguments, check.check_id
+
+
+def test_a_check_is_found_in_exactly_one_family() -> None:
+    """A check's function is the one a family module defines under its id (a module that imports it does not
+    count); none, or two, is an error."""
+    def found() -> None: ...
+
+    one, other = types.ModuleType("one"), types.ModuleType("other")
+    found.__module__ = "one"
+    one.found = other.found = found  # type: ignore[attr-defined]
+    assert family_functions(["found"], (one, other)) == {"found": found}
+    with pytest.raises(LookupError, match="no_such_check must be defined in exactly one of one, other; found 0"):
+        family_functions(["no_such_check"], (one, other))
+    twin = types.ModuleType("twin")
+    twin.found = types.FunctionType(found.__code__, {}, "found")  # type: ignore[attr-defined]
+    twin.found.__module__ = "twin"
+    with pytest.raises(LookupError, match="found 2"):
+        family_functions(["found"], (one, twin))
 
 
 def test_healthy_cluster_has_no_findings(results: dict[str, list[tuple]]) -> None:

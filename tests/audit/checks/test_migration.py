@@ -11,6 +11,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from kafka_zk_audit.audit.checks import migration
+from kafka_zk_audit.contract.readiness import PHASES
 from tests.audit.checks.test_checks import HOUR, MINUTE, NOW, collect_by_label, make_frame, small_data_settings
 from tests.audit.checks.test_scenarios import params
 
@@ -148,6 +149,7 @@ def test_the_metadata_offset_going_back(results: dict[str, list[tuple]]) -> None
 ])
 def test_migration_phase(migration_row: dict | None, controller_row: dict | None, phase: str) -> None:
     assert migration.migration_phase(migration_row, controller_row)["phase"] == phase
+    assert phase in PHASES
 
 
 def test_migration_phase_of_each_snapshot() -> None:

@@ -6,6 +6,7 @@ formats Kafka writes (ZkData.scala), not from the code under test.
 
 from __future__ import annotations
 
+import inspect
 import json
 from typing import Any
 
@@ -16,7 +17,11 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from kafka_zk_audit.audit.checks import readiness as checks
+from kafka_zk_audit.audit.checks.readiness import cluster as cluster_checks
+from kafka_zk_audit.audit.checks.readiness import configs as config_checks
+from kafka_zk_audit.audit.checks.readiness import topics as topic_checks
 from kafka_zk_audit.audit.normalize import normalize
+from kafka_zk_audit.contract.readiness import READINESS_CHECK_IDS
 from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, KEY, READINESS, SNAPSHOT, TABLES, keyed
 from tests.audit.checks.test_checks import SNAPSHOT_KEY, small_data_settings
 
@@ -47,7 +52,7 @@ def table(spark: SparkSession, name: str, rows: list[dict[str, Any]] | None = No
 
 def ids(spark: SparkSession, *snapshot_ids: str) -> DataFrame:
     """The snapshots judged (default: SNAPSHOT_KEY alone)."""
-    return checks.snapshot_keys(spark, snapshot_ids or (SNAPSHOT_KEY,))
+    return cluster_checks.snapshot_keys(spark, snapshot_ids or (SNAPSHOT_KEY,))
 
 
 def subjects(rows: DataFrame, *columns: str) -> list[tuple]:
@@ -71,6 +76,17 @@ def cfg(entity_type: str, entity_name: str, config: dict[str, str] | None) -> di
 # --- R01 ----------------------------------------------------------------------------------------------------
 
 
+def test_each_readiness_function_takes_tables_and_snapshot_inputs_by_name() -> None:
+    """run_readiness calls a condition's function (named like its check id, in one family module) with the inputs
+    its parameters name: normalized tables, or the snapshot-wide inputs."""
+    assert set(checks.READINESS_FUNCTIONS) == set(READINESS_CHECK_IDS)
+    for check_id, function in checks.READINESS_FUNCTIONS.items():
+        assert function.__name__ == check_id and function.__doc__, check_id
+        assert function.__module__ in {module.__name__ for module in checks.FAMILIES}
+        unknown = set(inspect.signature(function).parameters) - set(TABLES) - set(checks.SNAPSHOT_INPUTS)
+        assert not unknown, f"{check_id} takes {unknown}"
+
+
 def test_migration_leftover_only_with_a_zk_mode_controller_and_an_offset(spark: SparkSession) -> None:
     migration = table(spark, "migration", [{"version": 0, "kraft_controller_id": 3000, "kraft_controller_epoch": 5,
                                             "kraft_metadata_offset": 1234, "kraft_metadata_epoch": 5,
@@ -79,12 +95,12 @@ def test_migration_leftover_only_with_a_zk_mode_controller_and_an_offset(spark: 
                                                  "is_ephemeral": True, "session": 7, "path": "/controller"}])
     kraft_controller = table(spark, "controller", [{"broker_id": 3000, "version": 2, "kraft_controller_epoch": 5,
                                                     "is_ephemeral": False, "session": 0, "path": "/controller"}])
-    assert subjects(checks.kraft_migration_leftover(migration, zk_controller), "path") == [("/migration",)]
-    assert subjects(checks.kraft_migration_leftover(migration, kraft_controller), "path") == []  # dual writes
+    assert subjects(cluster_checks.kraft_migration_leftover(migration, zk_controller), "path") == [("/migration",)]
+    assert subjects(cluster_checks.kraft_migration_leftover(migration, kraft_controller), "path") == []  # dual writes
     waiting = table(spark, "migration", [{"version": 0, "kraft_controller_id": -1, "kraft_controller_epoch": -1,
                                           "kraft_metadata_offset": -1, "kraft_metadata_epoch": -1,
                                           "path": "/migration"}])
-    assert subjects(checks.kraft_migration_leftover(waiting, zk_controller), "path") == []
+    assert subjects(cluster_checks.kraft_migration_leftover(waiting, zk_controller), "path") == []
 
 
 # --- R02, R03, R04, R05, R06 -------------------------------------------------------------------------------
@@ -100,16 +116,17 @@ def test_replicas_on_unregistered_brokers(spark: SparkSession) -> None:
     markers = table(spark, "admin_markers", [{"kind": "delete_topic", "topic": "gone",
                                               "path": "/admin/delete_topics/gone"}])
     zk = table(spark, "controller", [{"broker_id": 1, "is_ephemeral": True, "kraft_controller_epoch": -1}])
-    rows = checks.kraft_replica_on_unregistered_broker(assignments, registered, markers, zk)
+    rows = topic_checks.kraft_replica_on_unregistered_broker(assignments, registered, markers, zk)
     assert subjects(rows, "topic", "partition", "broker_id") == [("a", 1, 1001)]
     kraft = table(spark, "controller", [{"broker_id": 3000, "is_ephemeral": False, "kraft_controller_epoch": 4}])
-    assert subjects(checks.kraft_replica_on_unregistered_broker(assignments, registered, markers, kraft), "topic") == []
+    rows = topic_checks.kraft_replica_on_unregistered_broker(assignments, registered, markers, kraft)
+    assert subjects(rows, "topic") == []
 
 
 def test_registered_ids_come_from_the_children_of_brokers_ids(spark: SparkSession) -> None:
     snapshot = frame(spark, SNAPSHOT, [{"path": "/brokers/ids"}, {"path": "/brokers/ids/7"},
                                        {"path": "/brokers/ids/x"}, {"path": "/brokers/seqid"}])
-    ids = checks.registered_broker_ids(snapshot, table(spark, "brokers", [brk(1)]))
+    ids = cluster_checks.registered_broker_ids(snapshot, table(spark, "brokers", [brk(1)]))
     assert sorted(row.broker_id for row in ids.collect()) == [1, 7]
 
 
@@ -127,7 +144,7 @@ def test_topics_without_id(spark: SparkSession) -> None:
     ])
     markers = table(spark, "admin_markers", [{"kind": "delete_topic", "topic": "deleting",
                                               "path": "/admin/delete_topics/deleting"}])
-    rows = checks.kraft_topic_without_id(topics, malformed, markers)
+    rows = topic_checks.kraft_topic_without_id(topics, malformed, markers)
     assert subjects(rows, "topic", "path") == [
         ("bad-id", "/brokers/topics/bad-id"), ("broken", "/brokers/topics/broken"), ("old", "/brokers/topics/old"),
         ("v3-no-id", "/brokers/topics/v3-no-id"),
@@ -146,7 +163,7 @@ def test_partition_state_missing(spark: SparkSession) -> None:
                                                    "path": "/brokers/topics/b/partitions/0/state"}])
     unreadable = table(spark, "unreadable_znodes", [{"reason": "no_read_permission",
                                                      "path": "/brokers/topics/c/partitions"}])
-    rows = checks.kraft_partition_state_missing(partitions, markers, malformed, unreadable)
+    rows = topic_checks.kraft_partition_state_missing(partitions, markers, malformed, unreadable)
     assert subjects(rows, "topic", "partition") == [("a", 1)]
 
 
@@ -158,7 +175,7 @@ def test_pending_deletions_of_existing_topics(spark: SparkSession) -> None:
     ])
     topics = table(spark, "topics", [{"topic": "live", "version": 3, "topic_id": TOPIC_ID}])
     malformed = table(spark, "malformed_znodes", [{"kind": "topic", "path": "/brokers/topics/broken"}])
-    rows = checks.kraft_pending_topic_deletion(markers, topics, malformed)
+    rows = topic_checks.kraft_pending_topic_deletion(markers, topics, malformed)
     assert subjects(rows, "topic", "path") == [("broken", "/admin/delete_topics/broken"),
                                                ("live", "/admin/delete_topics/live")]
 
@@ -176,7 +193,7 @@ def test_reassignments_in_flight(spark: SparkSession) -> None:
         {"kind": "reassignment", "topic": "b", "partition": 0, "replicas": [2], "path": "/admin/reassign_partitions"},
         {"kind": "preferred_election", "topic": "a", "partition": 1, "path": "/admin/preferred_replica_election"},
     ])
-    rows = checks.kraft_reassignment_in_flight(assignments, markers)
+    rows = topic_checks.kraft_reassignment_in_flight(assignments, markers)
     assert subjects(rows, "topic", "partition") == [("a", 0), ("b", 0)]  # one row per partition
 
 
@@ -192,7 +209,7 @@ def test_scram_users_by_key_name(spark: SparkSession) -> None:
         cfg("users", "bob", {"producer_byte_rate": "1024"}),
         cfg("clients", "c", {"SCRAM-SHA-256": "x"}),
     ])
-    assert subjects(checks.kraft_scram_credentials(configs), "path") == [("/config/users/alice",)]
+    assert subjects(config_checks.kraft_scram_credentials(configs), "path") == [("/config/users/alice",)]
 
 
 def test_acls_one_row_per_resource_znode_and_unknown_types(spark: SparkSession) -> None:
@@ -205,14 +222,14 @@ def test_acls_one_row_per_resource_znode_and_unknown_types(spark: SparkSession) 
         acl("/kafka-acl-extended/prefixed/Group/g", "Group", "g", "User:a", "prefixed"),
         acl("/kafka-acl/Widget/w", "Widget", "w", "User:a"),
     ])
-    assert subjects(checks.kraft_acls_present(acls), "path") == [("/kafka-acl-extended/prefixed/Group/g",),
+    assert subjects(config_checks.kraft_acls_present(acls), "path") == [("/kafka-acl-extended/prefixed/Group/g",),
                                                                  ("/kafka-acl/Topic/t",)]
-    assert subjects(checks.kraft_acl_unknown_resource_type(acls), "path") == [("/kafka-acl/Widget/w",)]
+    assert subjects(config_checks.kraft_acl_unknown_resource_type(acls), "path") == [("/kafka-acl/Widget/w",)]
 
 
 def test_delegation_tokens(spark: SparkSession) -> None:
     tokens = table(spark, "delegation_tokens", [{"token_id": "tok", "path": "/delegation_token/tokens/tok"}])
-    assert subjects(checks.kraft_delegation_tokens(tokens), "path") == [("/delegation_token/tokens/tok",)]
+    assert subjects(config_checks.kraft_delegation_tokens(tokens), "path") == [("/delegation_token/tokens/tok",)]
 
 
 def test_encrypted_passwords_by_key_name(spark: SparkSession) -> None:
@@ -222,7 +239,7 @@ def test_encrypted_passwords_by_key_name(spark: SparkSession) -> None:
         cfg("brokers", "2", {"log.cleaner.threads": "2"}),
         cfg("topics", "t", {"ssl.key.password": "x"}),
     ])
-    rows = checks.kraft_encrypted_passwords(configs)
+    rows = config_checks.kraft_encrypted_passwords(configs)
     assert subjects(rows, "broker_id", "path") == [(1, "/config/brokers/1"), (None, "/config/brokers/<default>")]
     assert all(FINGERPRINT not in row.detail for row in rows.collect())
 
@@ -231,8 +248,8 @@ def test_default_broker_config(spark: SparkSession) -> None:
     configs = table(spark, "configs", [cfg("brokers", "<default>", {"log.cleaner.threads": "2"}),
                                        cfg("brokers", "1", {"log.cleaner.threads": "2"})])
     empty = table(spark, "configs", [cfg("brokers", "<default>", {})])
-    assert subjects(checks.kraft_default_broker_config(configs), "path") == [("/config/brokers/<default>",)]
-    assert subjects(checks.kraft_default_broker_config(empty), "path") == []
+    assert subjects(config_checks.kraft_default_broker_config(configs), "path") == [("/config/brokers/<default>",)]
+    assert subjects(config_checks.kraft_default_broker_config(empty), "path") == []
 
 
 def test_quota_values_must_be_numbers(spark: SparkSession) -> None:
@@ -246,7 +263,7 @@ def test_quota_values_must_be_numbers(spark: SparkSession) -> None:
         cfg("users", "secret", {"password": FINGERPRINT}),
         cfg("topics", "t", {"retention.ms": "forever"}),
     ])
-    rows = checks.kraft_quota_invalid(configs)
+    rows = config_checks.kraft_quota_invalid(configs)
     assert subjects(rows, "path") == [("/config/clients/c2",), ("/config/users/bob",),
                                       ("/config/users/u/clients/c",)]
     assert any("producer_byte_rate=lots" in row.detail for row in rows.collect())
@@ -261,7 +278,7 @@ def test_quota_entities_with_default_or_sanitized_names(spark: SparkSession) -> 
         cfg("clients", "plain", {"consumer_byte_rate": "1"}),
         cfg("brokers", "<default>", {"log.cleaner.threads": "2"}),
     ])
-    assert subjects(checks.kraft_quota_odd_entity_name(configs), "path") == [
+    assert subjects(config_checks.kraft_quota_odd_entity_name(configs), "path") == [
         ("/config/users/<default>",), ("/config/users/CN%3Dalice",), ("/config/users/bob/clients/<default>",),
     ]
 
@@ -273,9 +290,9 @@ def test_no_common_listener(spark: SparkSession) -> None:
     shared = table(spark, "brokers", [brk(1, listeners=("INTERNAL", "EXTERNAL")), brk(2, listeners=("INTERNAL",))])
     missing = table(spark, "brokers", [brk(1, listeners=("INTERNAL", "EXTERNAL")), brk(2, listeners=("EXTERNAL",)),
                                        brk(3, listeners=("INTERNAL",))])
-    assert subjects(checks.kraft_no_common_listener(shared), "path") == []
-    assert subjects(checks.kraft_no_common_listener(table(spark, "brokers")), "path") == []
-    rows = checks.kraft_no_common_listener(missing)
+    assert subjects(cluster_checks.kraft_no_common_listener(shared), "path") == []
+    assert subjects(cluster_checks.kraft_no_common_listener(table(spark, "brokers")), "path") == []
+    rows = cluster_checks.kraft_no_common_listener(missing)
     assert subjects(rows, "path") == [("/brokers/ids",)]
     assert "3: INTERNAL" in rows.collect()[0].detail
 
@@ -284,9 +301,9 @@ def test_generated_broker_ids(spark: SparkSession) -> None:
     brokers = table(spark, "brokers", [brk(1), brk(1000), brk(1001)])
     used = frame(spark, SNAPSHOT, [{"path": "/brokers/seqid", "version": 2}])
     unused = frame(spark, SNAPSHOT, [{"path": "/brokers/seqid", "version": 0}])
-    assert subjects(checks.kraft_generated_broker_ids(brokers, used), "broker_id", "path") == [
+    assert subjects(cluster_checks.kraft_generated_broker_ids(brokers, used), "broker_id", "path") == [
         (1001, "/brokers/ids/1001"), (None, "/brokers/seqid")]
-    assert subjects(checks.kraft_generated_broker_ids(brokers, unused), "broker_id") == [(1001,)]
+    assert subjects(cluster_checks.kraft_generated_broker_ids(brokers, unused), "broker_id") == [(1001,)]
 
 
 def test_ibp_lower_bounds(spark: SparkSession) -> None:
@@ -294,18 +311,19 @@ def test_ibp_lower_bounds(spark: SparkSession) -> None:
     none = table(spark, "malformed_znodes")
     unread = table(spark, "unreadable_znodes")
     enabled_v2 = table(spark, "feature", [{"version": 2, "status": 1, "features": "{}", "path": "/feature"}])
-    assert subjects(checks.kraft_ibp_too_low(ids(spark), brokers, enabled_v2, none, unread), "broker_id",
+    assert subjects(cluster_checks.kraft_ibp_too_low(ids(spark), brokers, enabled_v2, none, unread), "broker_id",
                     "path") == [
         (0, "/brokers/ids/0"), (1, "/brokers/ids/1"), (4, "/brokers/ids/4")]
     v5 = table(spark, "brokers", [brk(5)])
     for feature in ({"version": 1, "status": 1}, {"version": 2, "status": 0}):
-        rows = checks.kraft_ibp_too_low(ids(spark), v5, table(spark, "feature", [{**feature, "path": "/feature"}]),
-                                        none, unread)
+        rows = cluster_checks.kraft_ibp_too_low(
+            ids(spark), v5, table(spark, "feature", [{**feature, "path": "/feature"}]), none, unread)
         assert subjects(rows, "path") == [("/feature",)]
-    absent = checks.kraft_ibp_too_low(ids(spark), v5, table(spark, "feature"), none, unread)
+    absent = cluster_checks.kraft_ibp_too_low(ids(spark), v5, table(spark, "feature"), none, unread)
     assert subjects(absent, "path") == [("/feature",)] and "absent" in absent.collect()[0].detail
     hidden = table(spark, "unreadable_znodes", [{"path": "/feature", "reason": "no_read_permission"}])
-    assert subjects(checks.kraft_ibp_too_low(ids(spark), v5, table(spark, "feature"), none, hidden), "path") == []
+    rows = cluster_checks.kraft_ibp_too_low(ids(spark), v5, table(spark, "feature"), none, hidden)
+    assert subjects(rows, "path") == []
 
 
 # --- R17, R18, R19, R20 --------------------------------------------------------------------------------------
@@ -315,17 +333,17 @@ def test_cluster_id_and_controller_epoch_missing(spark: SparkSession) -> None:
     none = table(spark, "malformed_znodes")
     unread = table(spark, "unreadable_znodes")
     present = table(spark, "cluster_id", [{"cluster_id": "abc", "version": "1", "path": "/cluster/id"}])
-    assert subjects(checks.kraft_cluster_id_missing(ids(spark), present, none, unread), "path") == []
-    assert subjects(checks.kraft_cluster_id_missing(ids(spark), table(spark, "cluster_id"), none, unread), "path") == [
-        ("/cluster/id",)]
+    assert subjects(cluster_checks.kraft_cluster_id_missing(ids(spark), present, none, unread), "path") == []
+    rows = cluster_checks.kraft_cluster_id_missing(ids(spark), table(spark, "cluster_id"), none, unread)
+    assert subjects(rows, "path") == [("/cluster/id",)]
     broken = table(spark, "malformed_znodes", [{"kind": "controller_epoch", "reason": "not an integer",
                                                 "path": "/controller_epoch"}])
-    rows = checks.kraft_controller_epoch_missing(ids(spark), table(spark, "controller_epoch"), broken,
+    rows = cluster_checks.kraft_controller_epoch_missing(ids(spark), table(spark, "controller_epoch"), broken,
                                                  unread).collect()
     assert [(r.path, r.detail.split(":")[0]) for r in rows] == [
         ("/controller_epoch", "/controller_epoch is unparseable (not an integer)")]
     epoch = table(spark, "controller_epoch", [{"epoch": 3, "data_version": 2, "path": "/controller_epoch"}])
-    assert subjects(checks.kraft_controller_epoch_missing(ids(spark), epoch, none, unread), "path") == []
+    assert subjects(cluster_checks.kraft_controller_epoch_missing(ids(spark), epoch, none, unread), "path") == []
 
 
 def test_producer_id_block_unparseable(spark: SparkSession) -> None:
@@ -333,7 +351,8 @@ def test_producer_id_block_unparseable(spark: SparkSession) -> None:
         {"kind": "producer_id_block", "reason": "block_start is not an integer", "path": "/latest_producer_id_block"},
         {"kind": "topic", "reason": "x", "path": "/brokers/topics/t"},
     ])
-    assert subjects(checks.kraft_producer_id_block_invalid(malformed), "path") == [("/latest_producer_id_block",)]
+    rows = cluster_checks.kraft_producer_id_block_invalid(malformed)
+    assert subjects(rows, "path") == [("/latest_producer_id_block",)]
 
 
 def test_secured_znodes_hide_digest_hashes(spark: SparkSession) -> None:
@@ -343,10 +362,10 @@ def test_secured_znodes_hide_digest_hashes(spark: SparkSession) -> None:
         "/controller": ["digest:kafka:Zm9vYmFyaGFzaA==:cdrwa"],
         "/admin": ["world:anyone:cdrw"],
     }
-    rows = checks.kraft_secured_znodes(spark, {SNAPSHOT_KEY: acls})
+    rows = cluster_checks.kraft_secured_znodes(spark, {SNAPSHOT_KEY: acls})
     assert subjects(rows, "path") == [("/config",), ("/controller",)]
     assert all("Zm9vYmFyaGFzaA" not in row.detail for row in rows.collect())
-    assert subjects(checks.kraft_secured_znodes(spark, {SNAPSHOT_KEY: None}), "path") == []
+    assert subjects(cluster_checks.kraft_secured_znodes(spark, {SNAPSHOT_KEY: None}), "path") == []
 
 
 # --- R14 and the whole run ---------------------------------------------------------------------------------
@@ -358,7 +377,7 @@ def test_node_ids(spark: SparkSession) -> None:
     tables["assignments"] = table(spark, "assignments", [{"topic": "a", "partition": 0, "replicas": [2, 7],
                                                           "adding_replicas": [9], "removing_replicas": [7]}])
     tables["configs"] = table(spark, "configs", [cfg("brokers", "11", {"x": "1"}), cfg("brokers", "<default>", {})])
-    assert [row.broker_id for row in checks.node_ids(tables).collect()] == [1, 2, 7, 9, 11]
+    assert [row.broker_id for row in cluster_checks.node_ids(tables).collect()] == [1, 2, 7, 9, 11]
 
 
 def znode(path: str, data: Any = None, version: int = 0, ephemeral_owner: int = 0) -> dict[str, Any]:
@@ -410,7 +429,7 @@ def test_a_clean_39_cluster_is_ready_with_no_row_at_any_target(spark: SparkSessi
     rows = checks.run_readiness(tables, snapshot, {sid: ({"znode_acls": acls}, t) for sid, t in targets.items()})
     assert [(f.name, f.dataType) for f in rows.schema] == [(f.name, f.dataType) for f in keyed(READINESS)]
     assert rows.collect() == []
-    node_ids = sorted((row[KEY], row.broker_id) for row in checks.node_ids(tables).collect())
+    node_ids = sorted((row[KEY], row.broker_id) for row in cluster_checks.node_ids(tables).collect())
     assert node_ids == sorted((sid, broker) for sid in targets for broker in (1, 2, 3))
 
 
@@ -494,7 +513,7 @@ def test_snapshots_computed_together_equal_each_computed_alone(spark: SparkSessi
     # node ids too: each snapshot its own
     snapshot = keyed_snapshot(spark, plants)
     ids_of = {sid: [] for sid in plants}
-    for row in checks.node_ids(normalize(snapshot, persist=False)).collect():
+    for row in cluster_checks.node_ids(normalize(snapshot, persist=False)).collect():
         ids_of[row[KEY]].append(row.broker_id)
     assert ids_of == {FIRST: [1, 2, 3], SECOND: [1, 1001]}
 

@@ -1,4 +1,5 @@
-"""Shared building blocks of the checks: the output shape, the evidence formatting and per-snapshot facts.
+"""Shared building blocks of the checks: the output shape, the evidence formatting, per-snapshot facts and the
+lookup of a check's function in its family module.
 
 Every frame is keyed by ``snapshot_id`` (``KEY``): a check's output keeps its rows' key, and a fact about
 a whole snapshot (its registered brokers, whether a KRaft controller holds /controller) is one row per
@@ -6,6 +7,9 @@ snapshot, attached to rows with a left join on the key and a default for snapsho
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from types import ModuleType
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -142,3 +146,18 @@ def with_kraft_migration(rows: DataFrame, controller: DataFrame) -> DataFrame:
     """The rows with column kraft_migration of their snapshot (False when it has no /controller)."""
     return rows.join(kraft_migration(controller), KEY, "left").withColumn(
         "kraft_migration", F.coalesce(F.col("kraft_migration"), F.lit(False)))
+
+
+def family_functions(check_ids: Iterable[str], families: Iterable[ModuleType]) -> dict[str, Callable[..., DataFrame]]:
+    """The function of each check id: the one defined under that name in one of the family modules; LookupError
+    for an id no family defines, or more than one does."""
+    families = tuple(families)
+    functions = {}
+    for check_id in check_ids:
+        found = [vars(module)[check_id] for module in families
+                 if getattr(vars(module).get(check_id), "__module__", None) == module.__name__]
+        if len(found) != 1:
+            names = ", ".join(module.__name__ for module in families)
+            raise LookupError(f"check {check_id} must be defined in exactly one of {names}; found {len(found)}")
+        functions[check_id] = found[0]
+    return functions

@@ -229,7 +229,7 @@ def offset_for_unknown_partition(
 def offset_regressed(
     consumer_offsets: DataFrame,
     topics: DataFrame,
-    previous_offsets: DataFrame | None,
+    previous_consumer_offsets: DataFrame | None,
     previous_topics: DataFrame | None,
 ) -> DataFrame:
     """A committed offset never decreases between snapshots.
@@ -242,11 +242,11 @@ def offset_regressed(
     The previous tables are keyed by the snapshot they are the baseline of: a snapshot without previous
     rows reports nothing, as without a baseline.
     """
-    if previous_offsets is None or previous_topics is None:
+    if previous_consumer_offsets is None or previous_topics is None:
         return empty_output(consumer_offsets, "offset_regressed")
-    before = previous_offsets.select(
+    before = previous_consumer_offsets.select(
         KEY, *GROUP_PARTITION, F.col("offset").alias("previous_offset"), F.col("ctime").alias("previous_ctime"),
-        previous_snapshot(previous_offsets).alias("previous_snapshot"),
+        previous_snapshot(previous_consumer_offsets).alias("previous_snapshot"),
     )
     rows = (
         consumer_offsets.select(KEY, *GROUP_PARTITION, "offset", "path", "ctime")

@@ -10,8 +10,8 @@ last dual write. These checks return nothing on a cluster that is not migrating.
 
 Every frame is keyed by ``snapshot_id``; the clock and the limits come from ``params`` (audit.params).
 
-``migration_phase`` names the phase for the readiness report (pure Python over the two rows of a snapshot;
-``migration_phases`` does it for each snapshot of collected keyed rows).
+``migration_phase`` names the phase (``contract.readiness.PHASES``) for the readiness report (pure Python over the
+two rows of a snapshot; ``migration_phases`` does it for each snapshot of collected keyed rows).
 """
 
 from __future__ import annotations
@@ -24,6 +24,14 @@ from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit.checks.common import empty_output, kraft_controller, previous_snapshot, say, to_output
 from kafka_zk_audit.audit.params import Params, with_params
+from kafka_zk_audit.contract.readiness import (
+    DUAL_WRITE,
+    INITIAL_LOAD,
+    NOT_STARTED,
+    REVERTED,
+    UNKNOWN_PHASE,
+    WAITING_FOR_BROKERS,
+)
 from kafka_zk_audit.contract.schemas import KEY
 
 MIGRATION_PATH = "/migration"
@@ -188,7 +196,7 @@ def migration_phase(migration: Mapping[str, Any] | None, controller: Mapping[str
     ``unknown`` (anything else).
     """
     if migration is None:
-        return {"phase": "not_started", "detail": "no /migration znode"}
+        return {"phase": NOT_STARTED, "detail": "no /migration znode"}
     offset = migration.get("kraft_metadata_offset")
     offset = -1 if offset is None else int(offset)
     kraft = bool(controller) and controller.get("is_ephemeral") is False and (
@@ -197,14 +205,14 @@ def migration_phase(migration: Mapping[str, Any] | None, controller: Mapping[str
         f"KRaft controller {controller.get('broker_id')} (epoch {controller.get('kraft_controller_epoch')})" if kraft
         else f"ZooKeeper-mode controller {controller.get('broker_id')}")
     if offset < 0 and controller and not kraft:
-        return {"phase": "waiting_for_brokers", "detail": f"/migration offset -1; {who} holds /controller"}
+        return {"phase": WAITING_FOR_BROKERS, "detail": f"/migration offset -1; {who} holds /controller"}
     if offset < 0 and kraft:
-        return {"phase": "initial_load", "detail": f"/migration offset -1; {who} holds /controller"}
+        return {"phase": INITIAL_LOAD, "detail": f"/migration offset -1; {who} holds /controller"}
     if offset > 0 and kraft:
-        return {"phase": "dual_write", "detail": f"/migration offset {offset}; {who} holds /controller"}
+        return {"phase": DUAL_WRITE, "detail": f"/migration offset {offset}; {who} holds /controller"}
     if offset > 0 and controller:
-        return {"phase": "reverted", "detail": f"/migration offset {offset}; {who} holds /controller"}
-    return {"phase": "unknown", "detail": f"/migration offset {offset}; {who}"}
+        return {"phase": REVERTED, "detail": f"/migration offset {offset}; {who} holds /controller"}
+    return {"phase": UNKNOWN_PHASE, "detail": f"/migration offset {offset}; {who}"}
 
 
 def migration_phases(
