@@ -30,13 +30,9 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from kafka_zk_audit.audit import normalize
 from kafka_zk_audit.audit.checks.common import int_list, kraft_controller, say
-from kafka_zk_audit.audit.normalize import brokers as brokers_family
-from kafka_zk_audit.audit.normalize import by_struct, classify, kinds, parse
-from kafka_zk_audit.audit.normalize import consumers as consumers_family
-from kafka_zk_audit.audit.normalize import controller as controller_family
-from kafka_zk_audit.audit.normalize import topics as topics_family
-from kafka_zk_audit.audit.normalize.common import name_part, to_int
+from kafka_zk_audit.audit.normalize import family_tables, name_part, to_int
 from kafka_zk_audit.contract.catalogue import BY_ID
 from kafka_zk_audit.contract.schemas import KEY
 
@@ -50,9 +46,9 @@ SUBJECT = ("topic", "partition", "group_id", "broker_id", "path")
 INTERVAL_COLUMNS = ("check_id", "severity", *SUBJECT, "detail", "start_zxid", "end_zxid", "start_time",
                     "end_time", "duration_ms")
 # Kinds whose states the interval checks read; the others are never parsed.
-KIND_PATTERNS = (kinds.BROKER_PATH, kinds.TOPIC_PATH, kinds.PARTITION_STATE_PATH, "^/controller$",
-                 "^/controller_epoch$", kinds.CONSUMER_REGISTRATION_PATH, kinds.CONSUMER_OWNER_PATH,
-                 kinds.CONSUMER_OFFSET_PATH)
+KIND_PATTERNS = (normalize.BROKER_PATH, normalize.TOPIC_PATH, normalize.PARTITION_STATE_PATH, "^/controller$",
+                 "^/controller_epoch$", normalize.CONSUMER_REGISTRATION_PATH, normalize.CONSUMER_OWNER_PATH,
+                 normalize.CONSUMER_OFFSET_PATH)
 CHECKED_PATHS = "|".join(f"({pattern})" for pattern in KIND_PATTERNS)
 
 _UNBOUNDED = (Window.unboundedPreceding, Window.currentRow)
@@ -113,15 +109,12 @@ def parsed_states(versions: DataFrame) -> dict[str, DataFrame]:
     """The live normalizer's row-wise tables (brokers, assignments, partition_states, controller,
     controller_epoch, consumer_registrations, consumer_owners, consumer_offsets) over every state, each row
     with ``zxid, time, end_zxid, end_time`` of its state (joined on path and mzxid)."""
-    parsed = by_struct(parse(classify(_snapshot_rows(versions))))
-    tables: dict[str, DataFrame] = {}
-    for family in (brokers_family, topics_family, controller_family, consumers_family):
-        tables.update(family.tables(parsed))
-    spans = versions.select("path", F.col("zxid").alias("mzxid"), "zxid", "time", "end_zxid", "end_time",
-                            "generation")
     names = ("brokers", "assignments", "partition_states", "controller", "controller_epoch",
              "consumer_registrations", "consumer_owners", "consumer_offsets")
-    return {name: tables[name].join(spans, ["path", "mzxid"]) for name in names}
+    tables = family_tables(_snapshot_rows(versions), names)
+    spans = versions.select("path", F.col("zxid").alias("mzxid"), "zxid", "time", "end_zxid", "end_time",
+                            "generation")
+    return {name: frame.join(spans, ["path", "mzxid"]) for name, frame in tables.items()}
 
 
 # -- lining states up --------------------------------------------------------------------------------
@@ -207,8 +200,8 @@ def window_start(changes: DataFrame) -> tuple[int, object]:
 
 # -- partitions -----------------------------------------------------------------------------------
 def _partition_keys() -> dict[str, Column]:
-    return {"topic": name_part(kinds.PARTITION_STATE_PATH, 1),
-            "partition": to_int(name_part(kinds.PARTITION_STATE_PATH, 2))}
+    return {"topic": name_part(normalize.PARTITION_STATE_PATH, 1),
+            "partition": to_int(name_part(normalize.PARTITION_STATE_PATH, 2))}
 
 
 def _assignment_events(versions: DataFrame, assignments: DataFrame) -> DataFrame:
@@ -217,8 +210,8 @@ def _assignment_events(versions: DataFrame, assignments: DataFrame) -> DataFrame
         F.map_from_entries(F.collect_list(F.struct(
             "partition", F.struct("replicas", F.coalesce("adding_replicas", F.array().cast("array<int>"))
                                   .alias("adding"))))).alias("parts"))
-    states = (versions.where(F.col("path").rlike(kinds.TOPIC_PATH))
-              .select("path", "zxid", "time", name_part(kinds.TOPIC_PATH).alias("topic"))
+    states = (versions.where(F.col("path").rlike(normalize.TOPIC_PATH))
+              .select("path", "zxid", "time", name_part(normalize.TOPIC_PATH).alias("topic"))
               .join(per_state, ["path", "zxid"], "left"))
     by_path = Window.partitionBy("path").orderBy("zxid")
     no_parts = F.create_map().cast("map<int,struct<replicas:array<int>,adding:array<int>>>")
@@ -235,7 +228,7 @@ def _assignment_events(versions: DataFrame, assignments: DataFrame) -> DataFrame
 def _cluster_events(versions: DataFrame, tables: dict[str, DataFrame]) -> DataFrame:
     """(zxid, time, c): at every change of a broker registration or /controller, the registered broker ids
     and whether a KRaft controller holds /controller."""
-    points = (versions.where(F.col("path").rlike(kinds.BROKER_PATH) | (F.col("path") == "/controller"))
+    points = (versions.where(F.col("path").rlike(normalize.BROKER_PATH) | (F.col("path") == "/controller"))
               .select(F.col("zxid").alias("at"), F.col("time").alias("at_time")).distinct())
     far = F.lit(2**62)
 
@@ -254,7 +247,7 @@ def _cluster_events(versions: DataFrame, tables: dict[str, DataFrame]) -> DataFr
 
 def partition_timeline(versions: DataFrame, tables: dict[str, DataFrame]) -> DataFrame:
     """Per (topic, partition), the latest partition state ``s``, assignment ``a`` and cluster ``c`` at each change."""
-    states = _component(versions, kinds.PARTITION_STATE_PATH, _partition_keys(), tables["partition_states"], "s",
+    states = _component(versions, normalize.PARTITION_STATE_PATH, _partition_keys(), tables["partition_states"], "s",
                         ("leader", "leader_epoch", "isr"))
     assigned = _assignment_events(versions, tables["assignments"])
     keys = states.select("topic", "partition").union(assigned.select("topic", "partition")).distinct()
@@ -354,12 +347,17 @@ def controller_failovers(tables: dict[str, DataFrame]) -> DataFrame:
 
 
 # -- old consumers --------------------------------------------------------------------------------
+def _group_topic_partition(pattern: str) -> dict[str, Column]:
+    """group_id, topic and partition from the path of an offset or owner znode (/consumers/<g>/…/<t>/<p>)."""
+    return {"group_id": name_part(pattern, 1), "topic": name_part(pattern, 2),
+            "partition": to_int(name_part(pattern, 3))}
+
+
 def offset_intervals(versions: DataFrame, tables: dict[str, DataFrame], logs_end: Column) -> DataFrame:
     """interval_offset_regressed: per offset znode and topic generation, an offset below an earlier one."""
-    keys = {"group_id": name_part(kinds.CONSUMER_OFFSET_PATH, 1), "topic": name_part(kinds.CONSUMER_OFFSET_PATH, 2),
-            "partition": to_int(name_part(kinds.CONSUMER_OFFSET_PATH, 3))}
-    offsets = _component(versions, kinds.CONSUMER_OFFSET_PATH, keys, tables["consumer_offsets"], "o", ("offset",))
-    topic_states = _component(versions, kinds.TOPIC_PATH, {"topic": name_part(kinds.TOPIC_PATH)}, None, "t", ())
+    keys = _group_topic_partition(normalize.CONSUMER_OFFSET_PATH)
+    offsets = _component(versions, normalize.CONSUMER_OFFSET_PATH, keys, tables["consumer_offsets"], "o", ("offset",))
+    topic_states = _component(versions, normalize.TOPIC_PATH, {"topic": name_part(normalize.TOPIC_PATH)}, None, "t", ())
     topic_events = offsets.select("group_id", "topic", "partition").distinct().join(topic_states, "topic")
     names = ("group_id", "topic", "partition")
     timeline = as_of([offsets, topic_events], names, ("o", "t"))
@@ -378,8 +376,8 @@ def offset_intervals(versions: DataFrame, tables: dict[str, DataFrame], logs_end
 def _group_events(versions: DataFrame, registrations: DataFrame, topic_names: DataFrame) -> DataFrame:
     """(group_id, topic, zxid, time, g): at every registration change of a group, its registered consumer ids
     and how many of them (pykafka aside) subscribe to the topic (static names, or Java regex on topic names)."""
-    points = (versions.where(F.col("path").rlike(kinds.CONSUMER_REGISTRATION_PATH))
-              .select(name_part(kinds.CONSUMER_REGISTRATION_PATH, 1).alias("group_id"),
+    points = (versions.where(F.col("path").rlike(normalize.CONSUMER_REGISTRATION_PATH))
+              .select(name_part(normalize.CONSUMER_REGISTRATION_PATH, 1).alias("group_id"),
                       F.col("zxid").alias("at"), F.col("time").alias("at_time")).distinct())
     live = registrations.select("group_id", "consumer_id", "format", F.coalesce("pattern", F.lit("static"))
                                 .alias("pattern"), "subscription", F.col("zxid").alias("since"),
@@ -407,10 +405,9 @@ def _group_events(versions: DataFrame, registrations: DataFrame, topic_names: Da
 
 def owner_intervals(versions: DataFrame, tables: dict[str, DataFrame], logs_end: Column) -> DataFrame:
     """interval_partition_unowned and interval_owner_not_registered (owner znodes named after the partition)."""
-    keys = {"group_id": name_part(kinds.CONSUMER_OWNER_PATH, 1), "topic": name_part(kinds.CONSUMER_OWNER_PATH, 2),
-            "partition": to_int(name_part(kinds.CONSUMER_OWNER_PATH, 3))}
+    keys = _group_topic_partition(normalize.CONSUMER_OWNER_PATH)
     owners = tables["consumer_owners"].withColumn("owner_consumer", F.coalesce("owner_consumer_id", "owner"))
-    owned = _component(versions, kinds.CONSUMER_OWNER_PATH, keys, owners, "o", ("owner", "owner_consumer"))
+    owned = _component(versions, normalize.CONSUMER_OWNER_PATH, keys, owners, "o", ("owner", "owner_consumer"))
     assigned = _assignment_events(versions, tables["assignments"]).localCheckpoint()
     topic_names = assigned.select("topic").distinct()
     groups = _group_events(versions, tables["consumer_registrations"], topic_names).localCheckpoint()

@@ -65,11 +65,16 @@ def describe_history(summary: Mapping[str, Any], from_zxid: int | None) -> dict[
     }
 
 
+def _who(cluster: str | None) -> str:
+    """A cluster as the task's messages name it."""
+    return f"cluster {cluster}" if cluster else "this cluster"
+
+
 def history_skip_reason(cluster: str | None, files: Mapping[str, Any] | None, settings: HistoryConfig,
                         at_zxid: int | str | None = None, at_time: str | None = None) -> str | None:
     """Why the cluster gets no history this run, or None: no ``files`` setting, ``history.enabled`` false, or a run
     rebuilding a past point in time (``at_zxid``/``at_time``)."""
-    who = f"cluster {cluster}" if cluster else "this cluster"
+    who = _who(cluster)
     if not (files and files.get("data_dir")):
         return f"{who} has no files setting: no history (it is read from ZooKeeper's transaction logs)"
     if not settings.enabled:
@@ -110,13 +115,14 @@ class HistoryPlan:
     min_interval: timedelta
 
     @property
+    def who(self) -> str:
+        """The cluster as the task's log names it."""
+        return _who(self.cluster)
+
+    @property
     def summary_path(self) -> str:
         """Where the app writes the history's ``history.json`` (last, once the history is complete)."""
         return f"{self.warehouse.history_dir(self.history_id)}/history.json"
-
-    @property
-    def who(self) -> str:
-        return f"cluster {self.cluster}" if self.cluster else "this cluster"
 
     def description(self) -> str:
         """The task's log line: which history of which cluster, from where, and the floor of a listed interval."""

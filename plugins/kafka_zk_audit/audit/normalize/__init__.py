@@ -24,9 +24,17 @@ the first action on a table materialises what it reads. With ``persist=False`` n
 and no row in its kind's table. A znode the auditor may not read is not judged: it becomes an
 unreadable_znodes row (``unreadable``), and data the snapshot replaced by fingerprints (``fingerprinted``)
 is read as far as it goes (see ``configs`` and ``security``), never as malformed.
+
+Public API (``__all__``): ``normalize`` and what it is made of (``classify``, ``parse``, ``conform``), and for
+other stages that parse znode states with the same parsers (the history stage: every state a change table
+replays) ``family_tables``, the path patterns of the kinds they key on (``*_PATH``, one capture group per
+name in the path) and the column helpers that read those names (``name_part``, ``to_int``). The family and
+helper modules themselves are internal.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
@@ -36,12 +44,37 @@ from pyspark.sql.types import StructType
 from kafka_zk_audit.contract.schemas import TABLES, keyed
 
 from . import admin, brokers, configs, consumers, controller, notifications, security, topics
-from .kinds import classify, data_was_read
+from .common import name_part, to_int
+from .kinds import (
+    BROKER_PATH,
+    CONSUMER_OFFSET_PATH,
+    CONSUMER_OWNER_PATH,
+    CONSUMER_REGISTRATION_PATH,
+    PARTITION_STATE_PATH,
+    TOPIC_PATH,
+    classify,
+    data_was_read,
+)
 from .malformed import malformed_table
 from .notifications import notifications_table
 from .unreadable import unreadable_table
 
-__all__ = ["NormalizedTables", "classify", "conform", "normalize", "parse"]
+__all__ = [
+    "BROKER_PATH",
+    "CONSUMER_OFFSET_PATH",
+    "CONSUMER_OWNER_PATH",
+    "CONSUMER_REGISTRATION_PATH",
+    "PARTITION_STATE_PATH",
+    "TOPIC_PATH",
+    "NormalizedTables",
+    "classify",
+    "conform",
+    "family_tables",
+    "name_part",
+    "normalize",
+    "parse",
+    "to_int",
+]
 
 # Family modules: parse(classified) -> [parse results]; tables({struct name: results}) -> {table: frame}.
 FAMILIES = (brokers, topics, controller, configs, admin, notifications, security, consumers)
@@ -76,6 +109,17 @@ def by_struct(results: list[DataFrame]) -> dict[str, DataFrame]:
         name = result.columns[-1]
         grouped[name] = grouped[name].unionByName(result) if name in grouped else result
     return grouped
+
+
+def family_tables(snapshot: DataFrame, names: Iterable[str]) -> dict[str, DataFrame]:
+    """The named tables as the family parsers make them from a ``keyed(SNAPSHOT)`` frame: every row kept with
+    its origin (path, mzxid), not conformed to ``TABLES``, nothing cached, no malformed_znodes,
+    unreadable_znodes or notifications table. Raises KeyError for a name no family makes."""
+    parsed = by_struct(parse(classify(snapshot)))
+    tables: dict[str, DataFrame] = {}
+    for family in FAMILIES:
+        tables.update(family.tables(parsed))
+    return {name: tables[name] for name in names}
 
 
 def conform(frame: DataFrame, schema: StructType) -> DataFrame:
