@@ -80,12 +80,12 @@ def test_the_first_failed_task_and_its_error_come_from_the_log():
 
 
 def test_fleet_targets_are_named_name_equals_value():
-    from kafka_zk_audit.cli.main import _named
+    from kafka_zk_audit.cli.common import named
 
-    assert _named("eu=zk1:2181,zk2:2181/kafka") == ("eu", "zk1:2181,zk2:2181/kafka")
-    assert _named("zk1:2181/kafka") == (None, "zk1:2181/kafka")
-    assert _named("prod.us-1=zookeeper_prod_us") == ("prod.us-1", "zookeeper_prod_us")
-    assert _named("zookeeper_prod") == (None, "zookeeper_prod")
+    assert named("eu=zk1:2181,zk2:2181/kafka") == ("eu", "zk1:2181,zk2:2181/kafka")
+    assert named("zk1:2181/kafka") == (None, "zk1:2181/kafka")
+    assert named("prod.us-1=zookeeper_prod_us") == ("prod.us-1", "zookeeper_prod_us")
+    assert named("zookeeper_prod") == (None, "zookeeper_prod")
 
 
 def test_a_dead_cluster_of_a_command_line_fleet_is_audited_with_the_others(zk_server, capsys):

@@ -13,7 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kafka_zk_audit.cli.stages import EXIT_DONE, EXIT_INCOMPLETE, EXIT_USAGE, _fail, _say, submit_for_summary
+from kafka_zk_audit.cli.common import EXIT_DONE, EXIT_INCOMPLETE, EXIT_USAGE, fail, say
+from kafka_zk_audit.cli.spark import submit_for_summary
 from kafka_zk_audit.contract.settings import SettingsError, load_config, parse_duration, seconds_text
 from kafka_zk_audit.contract.warehouse import Warehouse, default_warehouse
 
@@ -43,12 +44,12 @@ def history(args: argparse.Namespace) -> int:
 
     files = Path(args.from_files)
     if not files.is_dir():
-        return _fail(EXIT_USAGE, f"--from-files {args.from_files}: not a directory")
+        return fail(EXIT_USAGE, f"--from-files {args.from_files}: not a directory")
     try:
         min_interval = (parse_duration(args.min_interval, "--min-interval", "the command line")
                         if args.min_interval is not None else load_config(args.config).history.min_interval)
     except SettingsError as exc:
-        return _fail(EXIT_USAGE, str(exc))
+        return fail(EXIT_USAGE, str(exc))
     warehouse = Warehouse(args.warehouse or default_warehouse())
     history_id = args.history_id or new_history_id()
     app_args = ["--warehouse", warehouse.root, "--files", str(files.resolve()), "--history-id", history_id,
@@ -57,14 +58,14 @@ def history(args: argparse.Namespace) -> int:
     for option in ("cluster", "chroot", "from_zxid", "to_zxid"):
         value = getattr(args, option)
         app_args += [f"--{option.replace('_', '-')}", str(value)] if value else []
-    _say(f"history {history_id} of {files}")
+    say(f"history {history_id} of {files}")
     summary, code = submit_for_summary(HISTORY_APP, app_args, args.spark_master, warehouse,
                                        f"{history_dir(warehouse, history_id)}/history.json", "history")
     if summary is None:
         return code
     print(json.dumps(summary, indent=2) if args.json else format_history(summary))
     if code:
-        return _fail(EXIT_INCOMPLETE, f"{len(summary['log_errors'])} log(s) could not be read to their end")
+        return fail(EXIT_INCOMPLETE, f"{len(summary['log_errors'])} log(s) could not be read to their end")
     return EXIT_DONE
 
 

@@ -37,13 +37,13 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kafka_zk_audit.cli.common import EXIT_INCOMPLETE, EXIT_USAGE, check_reachable, fail, named, say
 from kafka_zk_audit.cli.stages import add_parsers as add_stage_parsers
 
 if TYPE_CHECKING:
     from kafka_zk_audit.contract.warehouse import Warehouse
-    from kafka_zk_audit.snapshot.connection import ZkSettings
 
-EXIT_PASSED, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
+EXIT_PASSED, EXIT_FAILED = 0, 1  # and EXIT_USAGE, EXIT_INCOMPLETE (cli.common)
 CLI_CONN_ID = "kafka_zk_audit_cli"
 
 
@@ -77,26 +77,8 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _check_reachable(settings: ZkSettings) -> str | None:
-    """None when the ensemble answers (and the chroot exists), else what is wrong."""
-    from kazoo.client import KazooClient
-
-    client = KazooClient(**{**settings.kazoo_kwargs(), "timeout": 10.0})
-    try:
-        client.start(timeout=10)
-        if settings.chroot and not client.exists("/"):
-            return f"chroot {settings.chroot} does not exist on {settings.hosts}"
-        return None
-    except Exception as exc:
-        return f"cannot reach ZooKeeper at {settings.ensemble}: {exc or type(exc).__name__}"
-    finally:
-        client.stop()
-        client.close()
-
-
 def _usage_error(message: str) -> int:
-    print(f"kafka-zk-audit: {message}", file=sys.stderr)
-    return EXIT_USAGE
+    return fail(EXIT_USAGE, message)
 
 
 def _zookeeper_connection(zk: str, conn_id: str, connections: dict[str, dict[str, Any]],
@@ -115,16 +97,8 @@ def _zookeeper_connection(zk: str, conn_id: str, connections: dict[str, dict[str
     connections[conn_id] = {"conn_type": "zookeeper", "host": hosts, "extra": extra}
     if not reachable:
         return None
-    problem = _check_reachable(ZkSettings(hosts=hosts, chroot=chroot, auth=auth))
+    problem = check_reachable(ZkSettings(hosts=hosts, chroot=chroot, auth=auth))
     return f"{problem}; check the address and that the ensemble is up" if problem else None
-
-
-def _named(value: str) -> tuple[str | None, str]:
-    """``NAME=VALUE`` → (NAME, VALUE); a bare value has no name."""
-    name, sep, rest = value.partition("=")
-    if sep and name and all(c.isalnum() or c in "_.-" for c in name) and "/" not in name and ":" not in name:
-        return name, rest
-    return None, value
 
 
 def _targets(args: argparse.Namespace, connections: dict[str, dict[str, Any]]) -> tuple[list[dict], str | None]:
@@ -137,7 +111,7 @@ def _targets(args: argparse.Namespace, connections: dict[str, dict[str, Any]]) -
     fleet = len(given) > 1
     clusters = []
     for index, (kind, value) in enumerate(given):
-        name, target = _named(value)
+        name, target = named(value)
         name = name or ("default" if not fleet else f"cluster{index + 1}")
         if kind == "zk":
             conn_id = f"{CLI_CONN_ID}_{index}" if fleet else CLI_CONN_ID
@@ -147,7 +121,7 @@ def _targets(args: argparse.Namespace, connections: dict[str, dict[str, Any]]) -
             except ValueError as exc:
                 return [], str(exc)
             if problem and not problem.startswith("--zk") and fleet:
-                print(f"kafka-zk-audit: cluster {name}: {problem}; the run goes on and reports it", file=sys.stderr)
+                say(f"cluster {name}: {problem}; the run goes on and reports it")
             elif problem:
                 return [], problem
         else:
@@ -195,14 +169,12 @@ def _incomplete(log_path: Path, returncode: int, fallback: str | None = None) ->
     failure = first_failed_task(log_text)
     if failure:
         reason = "\n".join(f"    {line}" for line in failure.error.splitlines())
-        print(f"kafka-zk-audit: the audit could not complete: task '{failure.task_id}' failed:\n{reason}",
-              file=sys.stderr)
-        print(f"kafka-zk-audit: the task's log is in {log_path} (from \"[DAG TEST] starting "
-              f"task_id={failure.task_id}\")", file=sys.stderr)
+        say(f"the audit could not complete: task '{failure.task_id}' failed:\n{reason}")
+        say(f"the task's log is in {log_path} (from \"[DAG TEST] starting task_id={failure.task_id}\")")
     else:
         print("\n".join(log_text.splitlines()[-40:]), file=sys.stderr)
-        print(f"kafka-zk-audit: the audit could not complete: {fallback or 'the run produced no summary'} "
-              f"(airflow exit {returncode}) and its log names no failed task; see {log_path}", file=sys.stderr)
+        say(f"the audit could not complete: {fallback or 'the run produced no summary'} "
+            f"(airflow exit {returncode}) and its log names no failed task; see {log_path}")
     return EXIT_INCOMPLETE
 
 
@@ -302,7 +274,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = run_dag_once(env, conf, log_path, echo=args.verbose)
     except RuntimeError as exc:  # `airflow db migrate` failed: no DAG run started
-        print(f"kafka-zk-audit: the audit could not start: {exc}", file=sys.stderr)
+        say(f"the audit could not start: {exc}")
         return EXIT_INCOMPLETE
     found = _find_fleet(warehouse, label)
     if found is None:

@@ -12,39 +12,33 @@ settings or connection error (before anything starts), 3 could not complete.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
-from importlib import resources
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
+from kafka_zk_audit.cli.common import (
+    EXIT_BLOCKED,
+    EXIT_DONE,
+    EXIT_INCOMPLETE,
+    EXIT_USAGE,
+    check_reachable,
+    fail,
+    named,
+    say,
+)
+from kafka_zk_audit.cli.history import add_parser as add_history_parser
+from kafka_zk_audit.cli.spark import spark_app, spark_submit, submit_for_summary
 from kafka_zk_audit.contract.settings import AuditConfig, SettingsError, load_config
 from kafka_zk_audit.contract.warehouse import Warehouse, default_warehouse, validate_snapshot_id
 
-EXIT_DONE, EXIT_BLOCKED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 AUDIT_APP, REAUDIT_APP = "audit_snapshot.py", "reaudit_snapshots.py"
 PROGRESS_EVERY_S = 5.0
-
-
-def _say(message: str) -> None:
-    print(f"kafka-zk-audit: {message}", file=sys.stderr)
-
-
-def _fail(code: int, message: str) -> int:
-    _say(message)
-    return code
-
-
-def spark_app(name: str) -> str:
-    """A spark-submit entry shipped in the package (``spark_apps/<name>`` in the repo)."""
-    return str(resources.files("kafka_zk_audit.spark_apps").joinpath(name))
 
 
 def _settings_file(config: str | None) -> tuple[AuditConfig | None, str | None, str | None]:
@@ -102,7 +96,6 @@ def airflow_connection(conn_id: str) -> dict[str, Any] | None:
 
 def zookeeper_settings(args: argparse.Namespace) -> tuple[Any, str, str | None]:
     """(ZkSettings, cluster name, problem) for ``--zk`` or ``--conn-id``; reachable or the problem says why."""
-    from kafka_zk_audit.cli.main import _check_reachable, _named
     from kafka_zk_audit.snapshot.connection import (
         ZkSettings,
         auth_from_env,
@@ -110,7 +103,7 @@ def zookeeper_settings(args: argparse.Namespace) -> tuple[Any, str, str | None]:
         split_hosts_and_chroot,
     )
 
-    name, target = _named(args.zk or args.conn_id)
+    name, target = named(args.zk or args.conn_id)
     cluster = name or "default"
     try:
         if args.zk:
@@ -129,7 +122,7 @@ def zookeeper_settings(args: argparse.Namespace) -> tuple[Any, str, str | None]:
                                                 conn.get("login"), conn.get("password"), extra)
     except ValueError as exc:
         return None, cluster, str(exc)
-    problem = _check_reachable(settings)
+    problem = check_reachable(settings)
     return settings, cluster, f"{problem}; check the address and that the ensemble is up" if problem else None
 
 
@@ -151,7 +144,7 @@ def take_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | None, int]
     if getattr(args, "from_files", None):
         return take_offline_snapshot(args)
     if getattr(args, "at_zxid", None) or getattr(args, "at_time", None) or getattr(args, "log_dir", None):
-        return None, _fail(EXIT_USAGE, "--log-dir, --at-zxid and --at-time go with --from-files DIR")
+        return None, fail(EXIT_USAGE, "--log-dir, --at-zxid and --at-time go with --from-files DIR")
 
     from kazoo.client import KazooClient
 
@@ -160,10 +153,10 @@ def take_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | None, int]
 
     cfg, _, problem = _settings_file(args.config)
     if problem:
-        return None, _fail(EXIT_USAGE, problem)
+        return None, fail(EXIT_USAGE, problem)
     settings, cluster, problem = zookeeper_settings(args)
     if problem:
-        return None, _fail(EXIT_USAGE, problem)
+        return None, fail(EXIT_USAGE, problem)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
     warehouse = Warehouse(args.warehouse or default_warehouse())
     options = dataclasses.replace(SnapshotOptions(), **cfg.snapshot.model_dump())
@@ -172,20 +165,20 @@ def take_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | None, int]
     def progress(stats: Any) -> None:
         if time.monotonic() - last[0] >= PROGRESS_EVERY_S:
             last[0] = time.monotonic()
-            _say(f"... {stats.znodes:,} znodes read")
+            say(f"... {stats.znodes:,} znodes read")
 
     client = KazooClient(**settings.kazoo_kwargs())
     try:
         client.start(timeout=settings.timeout)
     except Exception as exc:
         client.close()
-        return None, _fail(EXIT_USAGE, f"cannot reach ZooKeeper at {settings.ensemble}: "
+        return None, fail(EXIT_USAGE, f"cannot reach ZooKeeper at {settings.ensemble}: "
                                        f"{exc or type(exc).__name__}")
-    _say(f"snapshot of {settings.ensemble} as {settings.identity} into {warehouse.root}")
+    say(f"snapshot of {settings.ensemble} as {settings.identity} into {warehouse.root}")
     try:
         manifest = write_new_snapshot(client, settings, warehouse, cluster, options, progress, cluster=cluster)
     except Exception as exc:
-        return None, _fail(EXIT_INCOMPLETE, f"the snapshot could not complete: {type(exc).__name__}: {exc}")
+        return None, fail(EXIT_INCOMPLETE, f"the snapshot could not complete: {type(exc).__name__}: {exc}")
     finally:
         client.stop()
         client.close()
@@ -197,7 +190,6 @@ def take_offline_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | No
     exit code) after saying what went wrong (2: the files or arguments cannot give a tree, nothing written)."""
     import logging
 
-    from kafka_zk_audit.cli.main import _named
     from kafka_zk_audit.contract.snapshot_options import SnapshotOptions
     from kafka_zk_audit.snapshot.files.processtxn import OfflineFilesError
     from kafka_zk_audit.snapshot.files.rebuild import write_new_offline_snapshot
@@ -205,80 +197,42 @@ def take_offline_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | No
 
     cfg, _, problem = _settings_file(args.config)
     if problem:
-        return None, _fail(EXIT_USAGE, problem)
-    name, source = _named(args.from_files)
+        return None, fail(EXIT_USAGE, problem)
+    name, source = named(args.from_files)
     try:
         at_zxid, at_time = parse_at_zxid(args.at_zxid), parse_at_time(args.at_time)
     except FilesSourceError as exc:
-        return None, _fail(EXIT_USAGE, str(exc))
+        return None, fail(EXIT_USAGE, str(exc))
     if at_zxid is not None and at_time is not None:
-        return None, _fail(EXIT_USAGE, "give --at-zxid or --at-time, not both")
+        return None, fail(EXIT_USAGE, "give --at-zxid or --at-time, not both")
     for label, folder in (("--from-files", source), ("--log-dir", args.log_dir)):
         if folder is not None and not Path(folder).is_dir():
-            return None, _fail(EXIT_USAGE, f"{label} {folder}: no such directory; pass ZooKeeper's dataDir "
+            return None, fail(EXIT_USAGE, f"{label} {folder}: no such directory; pass ZooKeeper's dataDir "
                                            "(the folder holding version-2/ or snapshot.* files)")
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
     warehouse = Warehouse(args.warehouse or default_warehouse())
     options = dataclasses.replace(SnapshotOptions(), **cfg.snapshot.model_dump())
     cluster = name or "default"
-    _say(f"snapshot rebuilt from the files in {source} into {warehouse.root}")
+    say(f"snapshot rebuilt from the files in {source} into {warehouse.root}")
     try:
         manifest = write_new_offline_snapshot(
             str(Path(source).resolve()), warehouse, cluster, log_dir=args.log_dir and str(Path(args.log_dir).resolve()),
-            at_zxid=at_zxid, at_time=at_time, options=options, cluster=cluster, progress=_say,
+            at_zxid=at_zxid, at_time=at_time, options=options, cluster=cluster, progress=say,
         )
     except OfflineFilesError as exc:
-        return None, _fail(EXIT_USAGE, f"the files cannot give a trustworthy tree: {exc}")
+        return None, fail(EXIT_USAGE, f"the files cannot give a trustworthy tree: {exc}")
     except Exception as exc:
-        return None, _fail(EXIT_INCOMPLETE, f"the snapshot could not complete: {type(exc).__name__}: {exc}")
+        return None, fail(EXIT_INCOMPLETE, f"the snapshot could not complete: {type(exc).__name__}: {exc}")
     return manifest, EXIT_DONE
 
 
 # -- Spark apps ------------------------------------------------------------------------------------
-def spark_submit(app: str, app_args: list[str], master: str) -> int:
-    """spark-submit a packaged app on ``master``; its output goes to stderr. Returns its exit code."""
-    from kafka_zk_audit.audit.session import class_data_sharing, is_local, submit_conf
-
-    binary = Path(sys.executable).parent / "spark-submit"
-    command = str(binary) if binary.exists() else shutil.which("spark-submit")
-    if command is None:
-        raise FileNotFoundError("spark-submit is neither next to this Python nor on the PATH")
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    if is_local(master):
-        env["SPARK_LOCAL_IP"] = "127.0.0.1"
-    _say(f"spark-submit --master {master} {Path(app).name} {' '.join(app_args)}")
-    code = 0
-    # killed by a signal, the app raises ChildProcessError: the class-data archive it was writing is not kept
-    with contextlib.suppress(ChildProcessError), class_data_sharing(submit_conf()) as conf:
-        confs = [item for key, value in conf.items() for item in ("--conf", f"{key}={value}")]
-        cmd = [command, "--master", master, *confs, app, *app_args]
-        with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                sys.stderr.write(line)
-            code = proc.wait()
-        if code < 0:
-            raise ChildProcessError(code)
-    return code
-
-
-def submit_for_summary(app: str, app_args: list[str], master: str, warehouse: Warehouse, summary_path: str,
-                       what: str) -> tuple[dict[str, Any] | None, int]:
-    """spark-submit a packaged app that writes a JSON summary last: (the summary, spark-submit's exit code), or
-    (None, the exit code to return) when the app left no summary."""
-    code = spark_submit(spark_app(app), app_args, master)
-    if not warehouse.exists(summary_path):
-        return None, _fail(EXIT_INCOMPLETE, f"the {what} could not complete (spark-submit exit {code}); "
-                                            "see its log above")
-    return warehouse.read_json(summary_path), code
-
-
 def audit(args: argparse.Namespace) -> int:
     """Run the audit Spark app once on the stored snapshots named (one plan for all of them) and print each one's
     audit.json: the object itself for one snapshot, else an object of them by snapshot id."""
     _, config, problem = _settings_file(args.config)
     if problem:
-        return _fail(EXIT_USAGE, problem)
+        return fail(EXIT_USAGE, problem)
     warehouse = Warehouse(args.warehouse or default_warehouse())
     snapshot_ids = list(dict.fromkeys(sid.strip() for value in args.snapshot_id for sid in value.split(",")
                                       if sid.strip()))
@@ -286,9 +240,9 @@ def audit(args: argparse.Namespace) -> int:
         try:
             validate_snapshot_id(snapshot_id)
         except ValueError as exc:
-            return _fail(EXIT_USAGE, str(exc))
+            return fail(EXIT_USAGE, str(exc))
         if not warehouse.exists(warehouse.manifest_path(snapshot_id)):
-            return _fail(EXIT_USAGE, f"snapshot {snapshot_id} has no manifest in {warehouse.root}: it is "
+            return fail(EXIT_USAGE, f"snapshot {snapshot_id} has no manifest in {warehouse.root}: it is "
                                      "incomplete or absent")
     code = run_audit_app(warehouse, snapshot_ids, config, args.spark_master)
     if code:
@@ -307,7 +261,7 @@ def run_audit_app(warehouse: Warehouse, snapshot_ids: list[str], config: str | N
     code = spark_submit(spark_app(AUDIT_APP), app_args, master)
     missing = [sid for sid in snapshot_ids if not warehouse.exists(f"{warehouse.run_dir(sid)}/audit.json")]
     if code or missing:
-        return _fail(EXIT_INCOMPLETE, f"the audit could not complete (spark-submit exit {code}; not audited: "
+        return fail(EXIT_INCOMPLETE, f"the audit could not complete (spark-submit exit {code}; not audited: "
                                       f"{', '.join(missing) or 'none'}); see its log above")
     return EXIT_DONE
 
@@ -335,23 +289,23 @@ def reaudit(args: argparse.Namespace) -> int:
 
     _, config, problem = _settings_file(args.config)
     if problem:
-        return _fail(EXIT_USAGE, problem)
+        return fail(EXIT_USAGE, problem)
     if args.batch_znodes is not None and args.batch_znodes < 1:
-        return _fail(EXIT_USAGE, f"--batch-znodes must be at least 1, not {args.batch_znodes}")
+        return fail(EXIT_USAGE, f"--batch-znodes must be at least 1, not {args.batch_znodes}")
     try:
         since = parse_moment(args.since) if args.since else None
         until = parse_moment(args.until) if args.until else None
     except ValueError as exc:
-        return _fail(EXIT_USAGE, f"--since/--until: {exc}")
+        return fail(EXIT_USAGE, f"--since/--until: {exc}")
     warehouse = Warehouse(args.warehouse or default_warehouse())
     chosen = select_snapshots(warehouse, args.cluster, since, until)
     if not chosen:
-        return _fail(EXIT_USAGE, f"no stored snapshot in {warehouse.root} matches"
+        return fail(EXIT_USAGE, f"no stored snapshot in {warehouse.root} matches"
                                  f"{' clusters ' + ', '.join(args.cluster) if args.cluster else ''}"
                                  f"{' since ' + since.isoformat() if since else ''}"
                                  f"{' until ' + until.isoformat() if until else ''}")
     reaudit_id = new_reaudit_id()
-    _say(f"reaudit {reaudit_id} of {len(chosen)} snapshot(s) of {', '.join(sorted({s.cluster for s in chosen}))}")
+    say(f"reaudit {reaudit_id} of {len(chosen)} snapshot(s) of {', '.join(sorted({s.cluster for s in chosen}))}")
     app_args = ["--warehouse", warehouse.root, "--reaudit-id", reaudit_id]
     app_args += [arg for cluster in args.cluster for arg in ("--cluster", cluster)]
     app_args += ["--since", since.isoformat()] if since else []
@@ -364,7 +318,7 @@ def reaudit(args: argparse.Namespace) -> int:
         return code
     print(json.dumps(summary, indent=2) if args.json else format_reaudit(summary))
     if code or summary["failed"]:
-        return _fail(EXIT_INCOMPLETE, f"{len(summary['failed'])} snapshot(s) could not be reaudited "
+        return fail(EXIT_INCOMPLETE, f"{len(summary['failed'])} snapshot(s) could not be reaudited "
                                       f"(spark-submit exit {code})")
     return EXIT_DONE
 
@@ -377,12 +331,12 @@ def readiness(args: argparse.Namespace) -> int:
 
     _, config, problem = _settings_file(args.config)
     if problem:
-        return _fail(EXIT_USAGE, problem)
+        return fail(EXIT_USAGE, problem)
     if args.target is not None:
         try:
             parse_target(args.target)
         except ValueError as exc:
-            return _fail(EXIT_USAGE, f"--target: {exc}")
+            return fail(EXIT_USAGE, f"--target: {exc}")
     manifest, code = take_snapshot(args)
     if manifest is None:
         return code
@@ -393,19 +347,19 @@ def readiness(args: argparse.Namespace) -> int:
     if code:
         return code
     if not warehouse.exists(readiness_json_path(warehouse, snapshot_id)):
-        return _fail(EXIT_INCOMPLETE, f"the audit of {snapshot_id} wrote no readiness report "
+        return fail(EXIT_INCOMPLETE, f"the audit of {snapshot_id} wrote no readiness report "
                                       f"({readiness_json_path(warehouse, snapshot_id)}): set migration.readiness "
                                       "to true in the settings, or see the audit's log above")
     report = load_reports(warehouse, [snapshot_id])[0]
     pages = write_pages(warehouse, [report])
     print(json.dumps(report, indent=2) if args.json else render_text(report))
-    _say(f"readiness pages: {', '.join(pages)}")
+    say(f"readiness pages: {', '.join(pages)}")
     verdict = report.get("verdict")
     if verdict == "blocked":
         return EXIT_BLOCKED
     if verdict in ("ready", "ready_with_warnings"):
         return EXIT_DONE
-    return _fail(EXIT_INCOMPLETE, f"the readiness report of {snapshot_id} has no known verdict ({verdict!r})")
+    return fail(EXIT_INCOMPLETE, f"the readiness report of {snapshot_id} has no known verdict ({verdict!r})")
 
 
 def add_parsers(sub: Any) -> None:
@@ -460,7 +414,4 @@ def add_parsers(sub: Any) -> None:
                             "the settings' migration.target_version (3.9 unless set)")
     ready.add_argument("--json", action="store_true", help="print readiness.json instead of the report")
     ready.set_defaults(handler=readiness)
-
-    from kafka_zk_audit.cli.history import add_parser as add_history_parser  # imports this module: late
-
     add_history_parser(sub, [common, spark])
