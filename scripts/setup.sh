@@ -3,7 +3,8 @@
 # repo with the pinned set from constraints.txt, full pyspark installed last (see README, "Set-up").
 # Re-running is cheap: the venv is rebuilt only when setup.cfg or constraints.txt change.
 # Last, the Data Docs assets (jQuery, Bootstrap, Vega... pinned in docs_assets.lock.json) come from the npm
-# registry so the docs work offline; fetched again only when missing, partial or re-pinned.
+# registry (scripts/fetch_docs_assets.py) so the docs work offline; fetched again only when missing, partial or
+# re-pinned.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_system.sh
@@ -13,7 +14,7 @@ stamp=.venv/.kafka-zk-audit-installed
 want=$(cat setup.cfg constraints.txt | sha256sum | cut -d' ' -f1)
 docs_assets() {
   .venv/bin/python -c 'import sys; from kafka_zk_audit.gate.docs_assets import is_fetched; sys.exit(not is_fetched())' \
-    || .venv/bin/python -m kafka_zk_audit.gate.docs_assets fetch
+    || .venv/bin/python scripts/fetch_docs_assets.py fetch
 }
 dev_path() {
   # the test and demo tools (plugins/kafka_zk_audit_testing) are not part of the installed package:

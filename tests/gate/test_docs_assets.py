@@ -1,4 +1,5 @@
-"""Offline Data Docs: the pinned CDN assets, their fetch, and the rewriting of a site's pages to them.
+"""Offline Data Docs: the pinned CDN assets, their fetch (``scripts/fetch_docs_assets.py``, a set-up tool), and the
+rewriting of a site's pages to them (``kafka_zk_audit.gate.docs_assets``, at run time).
 
 The unit tests use small HTML files and fake tarballs (no network). The real tests build a Data Docs site
 with GX itself (pandas, not Spark) and open it in headless Chromium with every host name unresolvable.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib.util
 import io
 import json
 import logging
@@ -21,8 +23,15 @@ from pathlib import Path
 import pytest
 
 from kafka_zk_audit.gate import docs_assets
-from kafka_zk_audit.gate.docs_assets import CDN_ASSETS, Asset, AssetFetchError, localize, rewrite_html
+from kafka_zk_audit.gate.docs_assets import CDN_ASSETS, Asset, localize, rewrite_html
 from kafka_zk_audit_testing.browser import render_dom, text_of
+
+FETCHER = Path(__file__).resolve().parents[2] / "scripts" / "fetch_docs_assets.py"
+_spec = importlib.util.spec_from_file_location("fetch_docs_assets", FETCHER)
+assert _spec and _spec.loader
+fetcher = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fetcher)
+AssetFetchError = fetcher.AssetFetchError
 
 JQUERY_URL = "https://code.jquery.com/jquery-3.7.1.min.js"
 POPPER_URL = "https://cdnjs.cloudflare.com/ajax/libs/popper.js/1.12.9/umd/popper.min.js"
@@ -60,7 +69,7 @@ def fake_assets(tmp_path: Path) -> Path:
     font = root / "@fortawesome/fontawesome-free@6.6.0/webfonts/fa-solid-900.woff2"
     font.parent.mkdir(parents=True)
     font.write_bytes(b"font")
-    (root / docs_assets.MARKER).write_text(docs_assets._marker_text())
+    (root / docs_assets.MARKER).write_text(docs_assets.marker_text())
     return root
 
 
@@ -209,26 +218,26 @@ def fake_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, 
     monkeypatch.setattr(docs_assets, "CDN_ASSETS", table)
     monkeypatch.setattr(docs_assets, "EXTRA_PREFIXES", {"@scope/font": ("webfonts/",)})
     monkeypatch.setattr(docs_assets, "LOCK_FILE", lock_file)
-    monkeypatch.setattr(docs_assets, "_http_get", fake_get)
+    monkeypatch.setattr(fetcher, "_http_get", fake_get)
     return downloads
 
 
 def test_fetch_verifies_extracts_and_is_idempotent(tmp_path: Path, fake_registry: dict[str, int]) -> None:
     target = tmp_path / "assets"
-    docs_assets.fetch(target, echo=lambda _: None)
+    fetcher.fetch(target, echo=lambda _: None)
     files = sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file())
     assert files == [".complete", "@scope/font@2.0.0/.complete", "@scope/font@2.0.0/css/all.css",
                      "@scope/font@2.0.0/webfonts/f.woff2", "pkg-a@1.0.0/.complete", "pkg-a@1.0.0/LICENSE",
                      "pkg-a@1.0.0/dist/a.min.js"]
     assert not (tmp_path / "evil.js").exists()
     assert docs_assets.is_fetched(target)
-    docs_assets.fetch(target, echo=lambda _: None)
+    fetcher.fetch(target, echo=lambda _: None)
     assert set(fake_registry.values()) == {1}
     # a partial fetch (no top marker, one file lost) is redone for the damaged package only
     (target / docs_assets.MARKER).unlink()
     (target / "pkg-a@1.0.0/dist/a.min.js").unlink()
     assert not docs_assets.is_fetched(target)
-    docs_assets.fetch(target, echo=lambda _: None)
+    fetcher.fetch(target, echo=lambda _: None)
     assert fake_registry == {"https://registry.test/pkg-a-1.0.0.tgz": 2, "https://registry.test/font-2.0.0.tgz": 1}
     assert docs_assets.is_fetched(target)
     # and a site gets the font next to its css, as ../webfonts/ expects
@@ -241,9 +250,9 @@ def test_fetch_verifies_extracts_and_is_idempotent(tmp_path: Path, fake_registry
 
 def test_fetch_rejects_a_tampered_tarball(tmp_path: Path, fake_registry: dict[str, int],
                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(docs_assets, "_http_get", lambda url, accept=None: tarball({"package/dist/a.min.js": b"evil"}))
+    monkeypatch.setattr(fetcher, "_http_get", lambda url, accept=None: tarball({"package/dist/a.min.js": b"evil"}))
     with pytest.raises(AssetFetchError, match="integrity mismatch"):
-        docs_assets.fetch(tmp_path / "assets", echo=lambda _: None)
+        fetcher.fetch(tmp_path / "assets", echo=lambda _: None)
     assert not docs_assets.is_fetched(tmp_path / "assets")
 
 
@@ -254,12 +263,19 @@ def test_unreachable_registry_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -
         calls.append(timeout)
         raise urllib.error.URLError("Name or service not known")
 
-    monkeypatch.setattr(docs_assets.urllib.request, "urlopen", refuse)
-    monkeypatch.setattr(docs_assets.time, "sleep", lambda _: None)
-    with pytest.raises(AssetFetchError, match=r"docs_assets fetch") as info:
-        docs_assets._http_get("https://registry.npmjs.org/jquery/-/jquery-3.7.1.tgz")
-    assert len(calls) == docs_assets.RETRIES and all(calls)
+    monkeypatch.setattr(fetcher.urllib.request, "urlopen", refuse)
+    monkeypatch.setattr(fetcher.time, "sleep", lambda _: None)
+    with pytest.raises(AssetFetchError, match=r"scripts/fetch_docs_assets\.py fetch") as info:
+        fetcher._http_get("https://registry.npmjs.org/jquery/-/jquery-3.7.1.tgz")
+    assert len(calls) == fetcher.RETRIES and all(calls)
     assert "npm registry" in str(info.value)
+
+
+def test_the_gates_hint_names_the_set_up_fetcher(capsys: pytest.CaptureFixture[str]) -> None:
+    assert "`python scripts/fetch_docs_assets.py fetch`" in docs_assets.FETCH_HINT
+    assert "scripts/fetch_docs_assets.py fetch" in (FETCHER.parents[1] / "scripts" / "setup.sh").read_text()
+    assert fetcher.main([]) == 2
+    assert "fetch" in capsys.readouterr().out
 
 
 # --- real: a GX site in headless Chromium -----------------------------------------------------------
@@ -270,7 +286,7 @@ SUITE = "partitions_offline_docs"
 @pytest.fixture(scope="module")
 def real_assets() -> Path:
     """The real pinned assets, fetched from the npm registry when not there yet."""
-    return docs_assets.fetch(echo=lambda _: None)
+    return fetcher.fetch(echo=lambda _: None)
 
 
 @pytest.fixture(scope="module")
