@@ -88,3 +88,98 @@ def test_tests_mirror_the_stages():
     code_stages -= {"spark_apps", "expectations"}  # mapped in from the top-level folders
     test_stages = {p.name for p in TESTS.iterdir() if (p / "__init__.py").exists()}
     assert code_stages <= test_stages, f"no tests/<stage>/ for {sorted(code_stages - test_stages)}"
+
+
+TESTING = PLUGINS / "kafka_zk_audit_testing"
+MAX_LINES = 500
+# A longer module says why in its docstring, in a sentence that starts with this.
+SIZE_REASON = "Kept whole:"
+
+
+def _package_modules() -> dict[str, Path]:
+    """Every module of the runtime and the testing package by dotted name (a package by its own name)."""
+    modules = {}
+    for path in [*PACKAGE.rglob("*.py"), *TESTING.rglob("*.py")]:
+        parts = path.relative_to(PLUGINS).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return modules
+
+
+def _imported_modules(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The package modules ``name`` imports anywhere: at the top, inside functions (lazy imports run too), not under
+    ``if TYPE_CHECKING:`` (never run). ``from package import name`` counts the submodule when ``name`` is one."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    only_typing = {id(inner) for node in ast.walk(tree)
+                   if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+                   for statement in node.body for inner in ast.walk(statement)}
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in only_typing:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name in modules)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            for alias in node.names:
+                if f"{base}.{alias.name}" in modules:
+                    found.add(f"{base}.{alias.name}")
+                elif base in modules:
+                    found.add(base)
+    return found - {name}
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan), each sorted: every one holds a cycle."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for imported in sorted(graph.get(module, ())):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == module:
+                    break
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(cycles)
+
+
+def test_the_cycle_finder_finds_a_cycle_through_any_number_of_modules():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
+    assert import_cycles(graph) == [["a", "b", "c"]]
+
+
+def test_no_import_cycle_in_the_packages_lazy_imports_included():
+    modules = _package_modules()
+    graph = {name: _imported_modules(name, path, modules) for name, path in modules.items()}
+    assert import_cycles(graph) == [], "import cycles (each group imports itself through its members)"
+
+
+def test_no_module_is_longer_than_500_lines_without_a_reason():
+    too_long = []
+    for path in _package_modules().values():
+        lines = len(path.read_text().splitlines())
+        if lines > MAX_LINES and SIZE_REASON not in (ast.get_docstring(ast.parse(path.read_text())) or ""):
+            too_long.append(f"{path.relative_to(PLUGINS)} ({lines} lines)")
+    assert too_long == [], (f"split these by job, or say why in the module docstring ('{SIZE_REASON} ...'): "
+                            f"{', '.join(sorted(too_long))}")

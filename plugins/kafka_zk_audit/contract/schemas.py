@@ -162,7 +162,7 @@ CHECK_OUTPUT = _struct(
     ("explained", B),
 )
 
-# ZK→KRaft migration readiness (audit/checks/readiness.py): one row per condition found on a subject,
+# ZK→KRaft migration readiness (audit/checks/readiness/): one row per condition found on a subject,
 # with its level at the target version (blocker | high | warn | info, contract/readiness.py) and the remedy.
 # Written per snapshot as ``tables/readiness/``; not findings: readiness never alerts and gates only when
 # the settings ask for it (``migration.gate``).

@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kafka_zk_audit.contract.drift import DRIFT_TABLE
 from kafka_zk_audit.contract.settings import AuditConfig, DriftConfig
 from kafka_zk_audit.contract.warehouse import Warehouse, read_manifest
 from kafka_zk_audit.gate.docs_assets import localize
-from kafka_zk_audit.gate.drift import DRIFT_TABLE, drift_parameters, previous_drift_row
+from kafka_zk_audit.gate.drift import drift_parameters, previous_drift_row
 from kafka_zk_audit.gate.staging import GATE_INDEX_COLUMNS, stage_tables, staged_name, validated_per_run
 from kafka_zk_audit.gate.suites import LoadedSuite, SuiteFileError, load_suites
 

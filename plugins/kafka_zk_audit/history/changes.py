@@ -57,7 +57,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from kafka_zk_audit.contract.secrets import SECRET_DATA_PATHS, SECRET_VALUE_PATHS
+from kafka_zk_audit.contract.secrets import SECRET_PATHS
 from kafka_zk_audit.history.intervals import BASE, CHECKED_PATHS, znode_versions
 from kafka_zk_audit.history.txncolumns import SlowRows, change_rows, secret_rows
 from kafka_zk_audit.snapshot.files.datatree import NodeMap
@@ -85,7 +85,6 @@ MIN_RANGE_BYTES = 1 << 20  # a log file is cut into ranges of at least this many
 RANGES_DDL = "file string, start long, end long, first_zxid long"
 _ZXID = struct.Struct(">q").unpack_from
 ZXID_OFFSET = 12  # TxnHeader {long clientId, int cxid, long zxid, …}: the zxid's offset in a record's payload
-SECRET_PATHS = (*SECRET_VALUE_PATHS, *SECRET_DATA_PATHS)
 
 
 def relative_path(path: str | None, chroot: str) -> str | None:

@@ -4,7 +4,7 @@
 TxnHeader of every record at once, and the operations a Kafka cluster writes all the time (setData, create,
 create2, delete, alone or in a multi with check ops, as the controller writes them) as numpy gathers, with no
 Python object per txn. Every other record (createSession, closeSession, setACL, reconfig, a create with several
-ACLs…) and any body that does not parse cleanly the fast way goes through ``txnlog.decode_record`` one by one, so
+ACLs…) and any body that does not parse cleanly the fast way goes through ``txndecode.decode_record`` one by one, so
 both paths give the same rows and the same errors.
 """
 

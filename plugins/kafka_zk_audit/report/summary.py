@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
+from kafka_zk_audit.contract.readiness import NOT_STARTED
 from kafka_zk_audit.contract.warehouse import Warehouse
 
 NO_VERDICT = "the gate gave no verdict: it did not finish validating; see the gate task's log"
@@ -83,7 +84,7 @@ def format_summary(summary: dict[str, Any]) -> str:
     readiness = summary.get("readiness")
     if readiness:
         counts = ", ".join(f"{n} {level}" for level, n in readiness["counts"].items() if n) or "nothing found"
-        phase = "" if readiness["phase"] == "not_started" else f"; migration phase {readiness['phase']}"
+        phase = "" if readiness["phase"] == NOT_STARTED else f"; migration phase {readiness['phase']}"
         lines.append(f"ZK -> KRaft readiness (target {readiness['target_version']}): "
                      f"{readiness['verdict'].replace('_', ' ')} ({counts}){phase}")
     lines.append(f"data docs: {summary['data_docs']}")
