@@ -12,6 +12,7 @@ from .common import (
     accepted,
     document_reasons,
     field_of,
+    fields_of,
     lenient_long,
     name_part,
     parse_result,
@@ -94,8 +95,7 @@ def parse(znodes: DataFrame) -> list[DataFrame]:
         F.struct(
             plaintext.alias("listener"),
             plaintext.alias("security_protocol"),
-            field_of("host").alias("host"),
-            field_of("port").alias("port"),
+            *fields_of("host", "port"),
         )
     )
     endpoints = F.when(v1, v1_endpoints).otherwise(
@@ -107,9 +107,7 @@ def parse(znodes: DataFrame) -> list[DataFrame]:
             "brokers",
             F.col("broker_id"),
             version.alias("version"),
-            field_of("host").alias("host"),
-            field_of("port").alias("port"),
-            field_of("jmx_port").alias("jmx_port"),
+            *fields_of("host", "port", "jmx_port"),
             lenient_long(field_of("timestamp")).alias("timestamp"),
             field_of("rack").alias("rack"),
             endpoints.alias("endpoints"),

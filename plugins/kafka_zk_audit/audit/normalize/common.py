@@ -7,16 +7,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import (
-    ArrayType,
-    DataType,
-    IntegerType,
-    LongType,
-    MapType,
-    StringType,
-    StructField,
-    StructType,
-)
+from pyspark.sql import types as T
 
 from kafka_zk_audit.contract.schemas import KEY
 
@@ -36,22 +27,22 @@ CONTROL_CHARS = "[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f]"
 class JsonSpec:
     """The fields a kind's JSON may carry, typed as Kafka writes them, and the ones it must carry."""
 
-    fields: StructType
+    fields: T.StructType
     required: tuple[str, ...] = ()
 
     @property
-    def typed(self) -> StructType:
-        return StructType([*self.fields.fields, StructField(CORRUPT, StringType())])
+    def typed(self) -> T.StructType:
+        return T.StructType([*self.fields.fields, T.StructField(CORRUPT, T.StringType())])
 
     @property
-    def loose(self) -> StructType:
+    def loose(self) -> T.StructType:
         """Same field names, every value read as text: parses whenever the JSON object does."""
         names = [f.name for f in self.fields.fields] + [CORRUPT]
-        return StructType([StructField(name, StringType()) for name in names])
+        return T.StructType([T.StructField(name, T.StringType()) for name in names])
 
 
-def spec(*fields: tuple[str, DataType], required: Sequence[str] = ()) -> JsonSpec:
-    return JsonSpec(StructType([StructField(name, dtype) for name, dtype in fields]), tuple(required))
+def spec(*fields: tuple[str, T.DataType], required: Sequence[str] = ()) -> JsonSpec:
+    return JsonSpec(T.StructType([T.StructField(name, dtype) for name, dtype in fields]), tuple(required))
 
 
 def origin() -> list[str]:
@@ -127,25 +118,30 @@ def field_of(name: str) -> Column:
     return F.col(f"{JSON}.`{name}`")
 
 
-_PLURAL = {IntegerType: "integers", LongType: "integers", StringType: "strings"}
+def fields_of(*names: str) -> list[Column]:
+    """Fields of the typed parse, each under its own name."""
+    return [field_of(name).alias(name) for name in names]
 
 
-def _plural(dtype: DataType) -> str:
-    if isinstance(dtype, ArrayType):
+_PLURAL = {T.IntegerType: "integers", T.LongType: "integers", T.StringType: "strings"}
+
+
+def _plural(dtype: T.DataType) -> str:
+    if isinstance(dtype, T.ArrayType):
         element = _PLURAL.get(type(dtype.elementType), "")
         return f"{element[:-1]} lists".lstrip()
     return _PLURAL.get(type(dtype), "objects")
 
 
-def describe(dtype: DataType) -> str:
+def describe(dtype: T.DataType) -> str:
     """How a reason names the JSON type a field should have, e.g. ``a list of integers``."""
-    if isinstance(dtype, (IntegerType, LongType)):
+    if isinstance(dtype, (T.IntegerType, T.LongType)):
         return "an integer"
-    if isinstance(dtype, StringType):
+    if isinstance(dtype, T.StringType):
         return "a string"
-    if isinstance(dtype, ArrayType):
+    if isinstance(dtype, T.ArrayType):
         return f"a list of {_plural(dtype.elementType)}"
-    if isinstance(dtype, MapType) and not isinstance(dtype.valueType, StringType):
+    if isinstance(dtype, T.MapType) and not isinstance(dtype.valueType, T.StringType):
         return f"an object of {_plural(dtype.valueType)}"
     return "an object"
 

@@ -15,6 +15,7 @@ from .common import (
     accepted,
     document_reasons,
     field_of,
+    fields_of,
     json_reason,
     name_part,
     origin,
@@ -95,11 +96,7 @@ def _parse_states(znodes: DataFrame) -> DataFrame:
         "partition_states",
         F.col("topic"),
         F.col("partition"),
-        field_of("version").alias("version"),
-        field_of("leader").alias("leader"),
-        field_of("leader_epoch").alias("leader_epoch"),
-        field_of("isr").alias("isr"),
-        field_of("controller_epoch").alias("controller_epoch"),
+        *fields_of("version", "leader", "leader_epoch", "isr", "controller_epoch"),
         F.coalesce(field_of("leader_recovery_state"), F.lit(0)).alias("leader_recovery_state"),
         F.col("version").alias("state_version"),
     )
@@ -119,35 +116,20 @@ def _assignments_table(topics: DataFrame) -> DataFrame:
     )
 
 
+STATE_COLUMNS = ("leader", "isr", "leader_epoch", "controller_epoch", "leader_recovery_state", "state_version")
+ORIGIN_COLUMNS = ("path", "mzxid", "ctime")
+
+
+def _origin_as(prefix: str) -> list[Column]:
+    """The row's origin columns renamed ``<prefix>_path``, ``<prefix>_mzxid``, ``<prefix>_ctime``."""
+    return [F.col(name).alias(f"{prefix}_{name}") for name in ORIGIN_COLUMNS]
+
+
 def _partitions_table(assignments: DataFrame, states: DataFrame) -> DataFrame:
     """Assignments FULL OUTER JOIN states on (snapshot, topic, partition), the key columns from whichever side
     exists; path/mzxid/ctime from the state, else from the topic."""
-    assigned = assignments.select(
-        KEY,
-        "topic",
-        "partition",
-        "replicas",
-        F.col("path").alias("topic_path"),
-        F.col("mzxid").alias("topic_mzxid"),
-        F.col("ctime").alias("topic_ctime"),
-    )
-    state_columns = (
-        "leader",
-        "isr",
-        "leader_epoch",
-        "controller_epoch",
-        "leader_recovery_state",
-        "state_version",
-    )
-    stated = states.select(
-        KEY,
-        "topic",
-        "partition",
-        *state_columns,
-        F.col("path").alias("state_path"),
-        F.col("mzxid").alias("state_mzxid"),
-        F.col("ctime").alias("state_ctime"),
-    )
+    assigned = assignments.select(KEY, "topic", "partition", "replicas", *_origin_as("topic"))
+    stated = states.select(KEY, "topic", "partition", *STATE_COLUMNS, *_origin_as("state"))
     joined = assigned.join(stated, on=[KEY, "topic", "partition"], how="full")
     has_state = F.col("state_path").isNotNull()
     return joined.select(
@@ -155,17 +137,11 @@ def _partitions_table(assignments: DataFrame, states: DataFrame) -> DataFrame:
         "topic",
         "partition",
         "replicas",
-        "leader",
-        "isr",
-        "leader_epoch",
-        "controller_epoch",
-        "leader_recovery_state",
-        "state_version",
+        *STATE_COLUMNS,
         F.col("topic_path").isNotNull().alias("assigned"),
         has_state.alias("has_state"),
-        F.when(has_state, F.col("state_path")).otherwise(F.col("topic_path")).alias("path"),
-        F.when(has_state, F.col("state_mzxid")).otherwise(F.col("topic_mzxid")).alias("mzxid"),
-        F.when(has_state, F.col("state_ctime")).otherwise(F.col("topic_ctime")).alias("ctime"),
+        *[F.when(has_state, F.col(f"state_{name}")).otherwise(F.col(f"topic_{name}")).alias(name)
+          for name in ORIGIN_COLUMNS],
     )
 
 

@@ -22,28 +22,8 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 from pydantic_core import ErrorDetails
 
 from kafka_zk_audit.contract.catalogue import BY_ID, SEVERITIES
+from kafka_zk_audit.contract.settings import models
 from kafka_zk_audit.contract.settings.durations import DURATION_HELP, to_timedelta
-from kafka_zk_audit.contract.settings.models import (
-    CLUSTER_OVERRIDABLE,
-    AlertsConfig,
-    CheckId,
-    ClusterConfig,
-    Clusters,
-    DriftConfig,
-    FilesConfig,
-    FleetConfig,
-    GateConfig,
-    HistoryConfig,
-    MigrationConfig,
-    NotificationBacklogConfig,
-    RetentionConfig,
-    Severity,
-    SlaConfig,
-    SnapshotConfig,
-    Suppression,
-    Suppressions,
-    Text,
-)
 
 DEFAULT_CONFIG_RESOURCE = "default_settings.yaml"
 DEFAULT_SOURCE = "<packaged defaults>"
@@ -66,20 +46,20 @@ class AuditConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    sla: SlaConfig
-    notification_backlog: NotificationBacklogConfig
-    severity_overrides: dict[CheckId, Severity]
-    suppressions: Suppressions
-    alerts: AlertsConfig
-    gate: GateConfig
-    schedule: Text | None
-    clusters: Clusters
-    fleet: FleetConfig
-    snapshot: SnapshotConfig
-    drift: DriftConfig
-    retention: RetentionConfig
-    migration: MigrationConfig
-    history: HistoryConfig
+    sla: models.SlaConfig
+    notification_backlog: models.NotificationBacklogConfig
+    severity_overrides: dict[models.CheckId, models.Severity]
+    suppressions: models.Suppressions
+    alerts: models.AlertsConfig
+    gate: models.GateConfig
+    schedule: models.Text | None
+    clusters: models.Clusters
+    fleet: models.FleetConfig
+    snapshot: models.SnapshotConfig
+    drift: models.DriftConfig
+    retention: models.RetentionConfig
+    migration: models.MigrationConfig
+    history: models.HistoryConfig
     _source: str = PrivateAttr(default=DEFAULT_SOURCE)
     _raw: dict[str, Any] = PrivateAttr(default_factory=dict)
 
@@ -130,19 +110,19 @@ _LIST_HINTS = {
 }
 _SECTIONS: dict[str, type[BaseModel]] = {
     "": AuditConfig,
-    "sla": SlaConfig,
-    "notification_backlog": NotificationBacklogConfig,
-    "suppressions": Suppression,
-    "alerts": AlertsConfig,
-    "gate": GateConfig,
-    "clusters": ClusterConfig,
-    "clusters.files": FilesConfig,
-    "fleet": FleetConfig,
-    "snapshot": SnapshotConfig,
-    "drift": DriftConfig,
-    "retention": RetentionConfig,
-    "migration": MigrationConfig,
-    "history": HistoryConfig,
+    "sla": models.SlaConfig,
+    "notification_backlog": models.NotificationBacklogConfig,
+    "suppressions": models.Suppression,
+    "alerts": models.AlertsConfig,
+    "gate": models.GateConfig,
+    "clusters": models.ClusterConfig,
+    "clusters.files": models.FilesConfig,
+    "fleet": models.FleetConfig,
+    "snapshot": models.SnapshotConfig,
+    "drift": models.DriftConfig,
+    "retention": models.RetentionConfig,
+    "migration": models.MigrationConfig,
+    "history": models.HistoryConfig,
 }
 
 
@@ -260,11 +240,11 @@ def _validate(raw: Any, where: _Where, defaults: bool = True) -> AuditConfig:
                             "zk_conn_id (its ZooKeeper connection) or files (where its ZooKeeper files are)")
         at = ("clusters", index, "overrides")
         for key in cluster.overrides:
-            if key not in CLUSTER_OVERRIDABLE:
+            if key not in models.CLUSTER_OVERRIDABLE:
                 problems.append(f"{where.at(where.line_of((*at, key)))}: '{_dotted((*at, key))}' cannot be "
                                 f"overridden per cluster; the keys a cluster may override are "
-                                f"{', '.join(CLUSTER_OVERRIDABLE)}")
-        if any(key not in CLUSTER_OVERRIDABLE for key in cluster.overrides):
+                                f"{', '.join(models.CLUSTER_OVERRIDABLE)}")
+        if any(key not in models.CLUSTER_OVERRIDABLE for key in cluster.overrides):
             continue
         try:
             AuditConfig.model_validate(_merge(merged, cluster.overrides))
