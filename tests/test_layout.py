@@ -183,3 +183,14 @@ def test_no_module_is_longer_than_500_lines_without_a_reason():
             too_long.append(f"{path.relative_to(PLUGINS)} ({lines} lines)")
     assert too_long == [], (f"split these by job, or say why in the module docstring ('{SIZE_REASON} ...'): "
                             f"{', '.join(sorted(too_long))}")
+
+
+def test_the_wheel_lists_every_package_folder():
+    import configparser
+
+    setup = configparser.ConfigParser()
+    setup.read(PLUGINS.parent / "setup.cfg")
+    listed = set(setup["options"]["packages"].split())
+    folders = {".".join(p.parent.relative_to(PLUGINS).parts) for p in PACKAGE.rglob("__init__.py")}
+    assert folders - {"kafka_zk_audit.spark_apps", "kafka_zk_audit.expectations"} <= listed, (
+        f"add to setup.cfg's packages: {sorted(folders - listed)}")
