@@ -12,7 +12,6 @@ settings or connection error (before anything starts), 3 could not complete.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import subprocess
@@ -159,7 +158,7 @@ def take_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | None, int]
         return None, fail(EXIT_USAGE, problem)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
     warehouse = Warehouse(args.warehouse or default_warehouse())
-    options = dataclasses.replace(SnapshotOptions(), **cfg.snapshot.model_dump())
+    options = SnapshotOptions.from_settings(cfg.snapshot)
     last = [time.monotonic()]
 
     def progress(stats: Any) -> None:
@@ -211,7 +210,7 @@ def take_offline_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | No
                                            "(the folder holding version-2/ or snapshot.* files)")
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
     warehouse = Warehouse(args.warehouse or default_warehouse())
-    options = dataclasses.replace(SnapshotOptions(), **cfg.snapshot.model_dump())
+    options = SnapshotOptions.from_settings(cfg.snapshot)
     cluster = name or "default"
     say(f"snapshot rebuilt from the files in {source} into {warehouse.root}")
     try:

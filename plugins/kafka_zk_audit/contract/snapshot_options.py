@@ -9,6 +9,7 @@ snapshot stage walks with the options.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 READ_MODES = ("auto", "multi", "single")
 MIB = 1024 * 1024
@@ -58,6 +59,12 @@ class SnapshotOptions:
                 raise ValueError(f"{name} must not be negative")
         if self.reconnect_timeout_s <= 0 or self.request_timeout_s <= 0:
             raise ValueError("reconnect_timeout_s and request_timeout_s must be positive")
+
+    @classmethod
+    def from_settings(cls, section: Any) -> SnapshotOptions:
+        """The options a settings file's ``snapshot`` section sets (``AuditConfig.snapshot``), the rest at their
+        defaults."""
+        return cls(**section.model_dump())
 
     def in_flight(self, mode: str) -> int:
         """Requests in flight at most (before the read and byte caps)."""
