@@ -29,9 +29,10 @@ from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit.batch import Batch
 from kafka_zk_audit.audit.keyed_io import arrow_frame
+from kafka_zk_audit.contract.catalogue import FINDING_IDENTITY
 from kafka_zk_audit.contract.schemas import FINDINGS, KEY
 
-IDENTITY = ("check_id", "topic", "partition", "group_id", "broker_id", "path")
+IDENTITY = FINDING_IDENTITY
 REPORTED_STATUSES = ("new", "ongoing", "explained")
 SUPPRESSED = "suppressed"
 EXPLAINED_SEVERITY = "info"

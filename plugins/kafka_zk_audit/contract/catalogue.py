@@ -16,6 +16,11 @@ from dataclasses import dataclass
 SEVERITIES = ("critical", "error", "warning", "info")
 # Severities that fail the gate; warnings and info are validated and shown but do not gate.
 GATING_SEVERITIES = frozenset({"critical", "error"})
+# What a check reports on: the columns naming a finding's subject (null where they do not apply). A finding's
+# identity is its check and subject, nulls equal: the audit follows a finding from run to run by it, and the alerts
+# derive their stable dedup key from it and the cluster.
+FINDING_SUBJECT: tuple[str, ...] = ("topic", "partition", "group_id", "broker_id", "path")
+FINDING_IDENTITY: tuple[str, ...] = ("check_id", *FINDING_SUBJECT)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from kafka_zk_audit.contract.catalogue import FINDING_SUBJECT
+
 Version = tuple[int, int, int]
 
 # The readiness vocabulary, worst first.
@@ -30,8 +32,9 @@ VERDICTS: tuple[str, ...] = ("blocked", "ready_with_warnings", "ready")
 # in the order a migration goes through them; ``reverted`` is a rolled-back attempt, ``unknown`` anything else.
 PHASES: tuple[str, ...] = ("not_started", "waiting_for_brokers", "initial_load", "dual_write", "reverted", "unknown")
 NOT_STARTED, WAITING_FOR_BROKERS, INITIAL_LOAD, DUAL_WRITE, REVERTED, UNKNOWN_PHASE = PHASES
-# The columns of a readiness row (contract.schemas.READINESS) that name its subject, as the report shows them.
-SUBJECT_COLUMNS: tuple[str, ...] = ("topic", "partition", "group_id", "broker_id", "path")
+# The columns of a readiness row (contract.schemas.READINESS) that name its subject, as the report shows them: a
+# finding's.
+SUBJECT_COLUMNS: tuple[str, ...] = FINDING_SUBJECT
 
 # The Kafka releases that migrate from ZooKeeper to KRaft (KIP-866): 3.4 to 3.9.
 FIRST_MINOR, LAST_MINOR = 4, 9
