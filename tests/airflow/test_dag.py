@@ -70,7 +70,7 @@ def test_the_default_dag_runs_hourly_with_retries_timeouts_and_failure_alerts(tm
         assert task["retries"] == 2 and task["backoff"], task_id
         assert task["timeout"] == 45 * 60, task_id
         assert "TaskFailureNotifier" in task["callbacks"], task_id
-    assert dag["tasks"]["gate"]["callbacks"] == ["AuditAlertNotifier", "TaskFailureNotifier"]
+    assert dag["tasks"]["gate"]["callbacks"] == ["TaskFailureNotifier"]  # the findings alert from the summary task
     assert dag["tasks"]["snapshot"]["mapped"] is True and dag["tasks"]["snapshot"]["max_active_tis"] == 4
     assert dag["tasks"]["audit"]["trigger_rule"].lower().endswith("all_done")
     assert any("kafka_zk_audit_clusters" in outlet for outlet in dag["outlets"])

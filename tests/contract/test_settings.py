@@ -340,3 +340,51 @@ def test_the_snapshot_section_is_the_settable_subset_of_the_snapshot_options() -
     # the packaged defaults are the options' own: a run without a settings file walks as SnapshotOptions() does
     assert load_config(None).snapshot.model_dump() == {name: getattr(SnapshotOptions(), name) for name in SETTINGS}
     assert SnapshotOptions(**load_config(None).snapshot.model_dump()) == SnapshotOptions()
+
+
+def test_alert_persistence_and_routes_default_to_today_and_override_per_cluster(tmp_path: Path) -> None:
+    defaults = load_config(None)
+    assert defaults.alerts.for_ == {} and defaults.alerts.routes == () and defaults.alert_routes() == ()
+    assert defaults.alerts.pending_for("under_replicated") == timedelta(0)
+    path = tmp_path / "routes.yaml"
+    path.write_text(
+        "alerts:\n  email_to: oncall@example.com\n  for: {under_replicated: 15m, default: 1m}\n  routes:\n"
+        "    - severities: [critical]\n      pagerduty_conn_id: pd_kafka\n      opsgenie_conn_id: og_kafka\n"
+        "    - slack_conn_id: slack_kafka\n"
+        "clusters:\n  - name: eu\n    zk_conn_id: zk_eu\n    overrides:\n"
+        "      alerts: {for: {offline_partition: 5m}, routes: [{severities: [warning], webhook_conn_id: hook_eu}]}\n"
+        "  - name: us\n    zk_conn_id: zk_us\n")
+    cfg = load_config(path)
+    assert cfg.alerts.pending_for("under_replicated") == timedelta(minutes=15)
+    assert cfg.alerts.pending_for("offline_partition") == timedelta(minutes=1)  # the default key
+    mail, pagerduty, slack = cfg.alert_routes()
+    assert mail.email_to == ("oncall@example.com",) and mail.takes("error", cfg.gate.gating_severities)
+    assert not mail.takes("warning", cfg.gate.gating_severities)
+    assert pagerduty.takes("critical", ()) and not pagerduty.takes("error", cfg.gate.gating_severities)
+    assert slack.severities == () and slack.takes("critical", cfg.gate.gating_severities)
+    eu, us = cfg.for_cluster("eu"), cfg.for_cluster("us")
+    assert eu.alerts.pending_for("offline_partition") == timedelta(minutes=5)
+    assert eu.alerts.pending_for("under_replicated") == timedelta(0)  # a cluster's `for` replaces the fleet's
+    assert [r.webhook_conn_id for r in eu.alerts.routes] == ["hook_eu"] and us.alert_routes() == cfg.alert_routes()
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"alerts": {"for": {"nope": "1m"}}}, "'alerts.for.nope' is 'nope', which is not a check id; use 'default'"),
+        ({"alerts": {"for": {"under_replicated": "soon"}}},
+         "'alerts.for.under_replicated' is 'soon'; write a duration"),
+        ({"alerts": {"routes": [{"severities": ["critical"]}]}},
+         "'alerts.routes[0]' is {'severities': ['critical']}; a route needs at least one of email_to, webhook_conn_id, "
+         "slack_conn_id, pagerduty_conn_id, opsgenie_conn_id"),
+        ({"alerts": {"routes": [{"severities": ["urgent"], "slack_conn_id": "s"}]}},
+         "'alerts.routes[0].severities[0]' is 'urgent'; use one of critical, error, warning, info"),
+        ({"alerts": {"routes": [{"slack_conn": "s"}]}}, "unknown key 'alerts.routes[0].slack_conn'; the keys under "
+         "'alerts.routes[0]' are email_to, opsgenie_conn_id, pagerduty_conn_id, severities, slack_conn_id"),
+        ({"alerts": {"routes": {"slack_conn_id": "s"}}}, "'alerts.routes' must be a list of routes"),
+        ({"alerts": {"fro": {}}}, "the keys under 'alerts' are email_to, for, only_new, routes,"),
+    ],
+)
+def test_bad_alert_settings_say_what_to_fix(raw: dict, message: str) -> None:
+    with pytest.raises(SettingsError, match=re.escape(message)):
+        parse_config(raw)

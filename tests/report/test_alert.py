@@ -1,7 +1,8 @@
-"""Alerts of a failed gate: message content, e-mail through a real SMTP server, webhook to a real HTTP server.
+"""The alerts of a run: message content, e-mail through a real SMTP server, webhook to a real HTTP server.
 
 Both servers listen on 127.0.0.1 and free ports. The warehouse is written with pyarrow (no Spark):
-three successive snapshots, the second with new findings, the third with only ongoing ones.
+three successive snapshots, the second with new findings, the third with only ongoing ones. The alerts follow the
+findings' lifecycle (tests/report/test_lifecycle.py): a finding alerts when it starts firing, once.
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ import pytest
 import yaml
 from aiosmtpd.controller import Controller
 
-from kafka_zk_audit.airflow.notifications.audit_alert import AuditAlertNotifier, redact, url_origin, url_secrets
+from kafka_zk_audit.airflow.notifications.audit_alert import AuditAlertNotifier
+from kafka_zk_audit.airflow.notifications.channels import redact, url_origin, url_secrets
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
 from kafka_zk_audit.contract.settings import load_config
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.report.alert import build_alert
+from kafka_zk_audit.report.alert_state import plan_lifecycle, read_alerts, read_state, record_alerts
 from kafka_zk_audit_testing.receivers import (
     CollectingHandler,
     WebhookReceiver,
@@ -67,11 +70,12 @@ HISTORY = {
 }
 
 
-def write_snapshot(wh: Warehouse, snapshot_id: str, baseline: str | None) -> None:
+def write_snapshot(wh: Warehouse, snapshot_id: str, baseline: str | None,
+                   findings: list[tuple[dict[str, Any], str]] | None = None) -> None:
     """Manifest, findings Parquet (Spark-like directory) and audit.json of one audited snapshot."""
     rows = [{"snapshot_id": snapshot_id, "topic": None, "partition": None, "group_id": None, "broker_id": None,
              **finding, "first_seen": first_seen, "status": "new" if first_seen == snapshot_id else "ongoing"}
-            for finding, first_seen in HISTORY[snapshot_id]]
+            for finding, first_seen in (HISTORY[snapshot_id] if findings is None else findings)]
     snapshot_dir = Path(wh.snapshot_dir(snapshot_id))
     snapshot_dir.mkdir(parents=True)
     wh.write_json(wh.manifest_path(snapshot_id), {
@@ -169,6 +173,16 @@ def configure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, smtp_port: int
     return str(path)
 
 
+def seed(wh: Warehouse, snapshot_id: str = S1) -> None:
+    """The alerts of ``snapshot_id`` as if they had been sent: the state the next snapshot's alerts start from."""
+    lifecycle, previous = plan_lifecycle(wh, snapshot_id, "default", load_config(None))
+    record_alerts(wh, lifecycle, previous, [])
+
+
+def lifecycle_of(wh: Warehouse, snapshot_id: str, cfg: Any):
+    return plan_lifecycle(wh, snapshot_id, "default", cfg)[0]
+
+
 def notify(wh: Warehouse, snapshot_id: str, config: str | None, verdict: dict[str, Any] | None) -> None:
     notifier = AuditAlertNotifier(warehouse=wh.root, snapshot_id=snapshot_id, audit_config=config)
     notifier.notify({"ti": FakeTaskInstance(verdict, snapshot_id)})
@@ -188,13 +202,14 @@ def test_failed_gate_alerts_by_email_and_webhook(warehouse, smtp_server, webhook
     caplog.set_level(logging.DEBUG)
     smtp_port, inbox = smtp_server
     config = configure(tmp_path, monkeypatch, smtp_port=smtp_port, webhook=webhook_server.url(f"/hook/{WEBHOOK_TOKEN}"))
+    seed(warehouse)  # S1's offline partition fires already
 
     notify(warehouse, S2, config, failed_verdict(warehouse))
 
     [message] = inbox.messages()
     assert message["To"] == RECIPIENT and message["From"] == "audit@example.com"
     assert S2 in message["Subject"] and "gate FAILED" in message["Subject"]
-    assert "2 new critical/error finding(s)" in message["Subject"]
+    assert "2 critical/error finding(s) started firing" in message["Subject"]
     assert "leader_not_in_isr" in message["Subject"] and "owner_not_registered" in message["Subject"]
     body = html_body(message)
     for fragment in (
@@ -218,7 +233,10 @@ def test_failed_gate_alerts_by_email_and_webhook(warehouse, smtp_server, webhook
     payload = post["json"]
     text = payload["text"]
     assert text.startswith(f"Kafka ZooKeeper audit: gate FAILED for snapshot {S2}")
-    for fragment in ("Findings per check (total / new):", "critical offline_partition", "1 / 0",
+    for fragment in ("Started firing (2):", "Alerts (critical/error): 2 started firing, 0 resolved, 3 firing",
+                     "[error] owner_not_registered group billing topic payments partition 0 at /consumers/billing/"
+                     "owners/payments/0 (key kafka-zk-audit:default:owner_not_registered:",
+                     "Findings per check (total / new):", "critical offline_partition", "1 / 0",
                      "New since the previous run (3):",
                      "[error, new] owner_not_registered group billing topic payments partition 0 at "
                      "/consumers/billing/owners/payments/0: owner billing-c9-0 is not registered",
@@ -240,6 +258,11 @@ def test_failed_gate_alerts_by_email_and_webhook(warehouse, smtp_server, webhook
     assert facts["top_offenders"][0]["worst"]["detail"] == OFFLINE["detail"]
     assert facts["data_docs"] == warehouse.data_docs_index
     assert facts["run_url"].startswith("http://airflow.example.com/")
+    assert [e["check_id"] for e in facts["started_firing"]] == ["leader_not_in_isr", "owner_not_registered"]
+    record = read_alerts(warehouse, S2)
+    assert [(d["channel"], d["ok"]) for d in record["deliveries"]] == [("email", True), ("webhook", True)]
+    assert sorted(record["deliveries"][0]["triggers"]) == sorted(e["key"] for e in facts["started_firing"])
+    assert read_state(warehouse, "default")["snapshot_id"] == S2
 
     logs = all_logs(caplog)
     assert "e-mail sent to oncall@example.com" in logs and "webhook accepted by http://127.0.0.1:" in logs
@@ -252,49 +275,65 @@ def test_failed_gate_alerts_by_email_and_webhook(warehouse, smtp_server, webhook
         assert secret not in raw_mail and secret not in json.dumps(payload)
 
 
-def test_only_new_findings_alert_again(warehouse, smtp_server, webhook_server, tmp_path, monkeypatch, caplog):
+def test_a_firing_finding_alerts_once_unless_only_new_is_off(warehouse, smtp_server, webhook_server, tmp_path,
+                                                             monkeypatch, caplog):
     caplog.set_level(logging.INFO)
     smtp_port, inbox = smtp_server
     hook = webhook_server.url("/hook/x")
     only_new = configure(tmp_path, monkeypatch, smtp_port=smtp_port, webhook=hook, only_new=True)
+    seed(warehouse)
+    notify(warehouse, S2, only_new, failed_verdict(warehouse))
+    assert len(inbox.envelopes) == 1 and len(webhook_server.posts) == 1
+    after_s2 = read_state(warehouse, "default")
 
-    notify(warehouse, S3, only_new, failed_verdict(warehouse))  # the gate still fails, on ongoing findings only
-    assert inbox.envelopes == [] and webhook_server.posts == []
-    assert f"snapshot {S3}: the gate failed, but no critical/error finding is new" in all_logs(caplog)
+    notify(warehouse, S3, only_new, failed_verdict(warehouse))  # the gate still fails, on the same findings
+    assert len(inbox.envelopes) == 1 and len(webhook_server.posts) == 1
+    assert (f"snapshot {S3}: the gate failed, but no critical/error finding started firing or resolved since the "
+            "previous run (3 firing, 0 pending); no alert sent (alerts.only_new is true)") in all_logs(caplog)
+    notify(warehouse, S3, only_new, failed_verdict(warehouse))  # a retried task: sent already, not again
+    assert f"snapshot {S3}: its alerts were sent already" in all_logs(caplog)
 
     every_failure = configure(tmp_path, monkeypatch, smtp_port=smtp_port, webhook=hook, only_new=False)
+    Path(warehouse.alerts_path(S3)).unlink()  # S3's alerts again, with other settings
+    warehouse.write_json(warehouse.alert_state_path("default"), after_s2)
     notify(warehouse, S3, every_failure, failed_verdict(warehouse))
-    [message] = inbox.messages()
-    assert "3 critical/error finding(s), none new" in message["Subject"] and S3 in message["Subject"]
-    [post] = webhook_server.posts
+    message = inbox.messages()[-1]
+    assert "3 critical/error finding(s) firing, none started now" in message["Subject"] and S3 in message["Subject"]
+    post = webhook_server.posts[-1]
     assert "New since the previous run (0):\n  none" in post["json"]["text"]
-    assert "alerts.only_new is off" in post["json"]["text"]
+    assert "still firing (alerts.only_new is off)" in post["json"]["text"]
 
 
 def test_first_snapshot_alerts_without_baseline(warehouse, tmp_path, monkeypatch):
     config = load_config(configure(tmp_path, monkeypatch, smtp_port=1, webhook=None, top_offenders=1))
-    alert = build_alert(warehouse.root, S1, config, failed_verdict(warehouse))
+    alert = build_alert(warehouse.root, S1, config, failed_verdict(warehouse), lifecycle_of(warehouse, S1, config))
     assert alert is not None
     assert alert.subject == (f"[kafka-zk-audit] gate FAILED for snapshot {S1}: "
-                             "1 new critical/error finding(s): offline_partition")
+                             "1 critical/error finding(s) started firing: offline_partition")
     assert "(first audited snapshot, no baseline)" in alert.text
     assert len(alert.facts["new_findings"]) == 1 and alert.facts["new_findings_not_listed"] == 1
     assert "… and 1 more" in alert.text and len(alert.facts["top_offenders"]) == 1
 
 
-def test_passed_gate_or_no_channels_send_nothing(warehouse, smtp_server, tmp_path, monkeypatch, caplog):
+def test_no_route_sends_nothing_and_a_passed_gate_still_resolves(warehouse, smtp_server, tmp_path, monkeypatch,
+                                                                  caplog):
     caplog.set_level(logging.INFO)
     smtp_port, inbox = smtp_server
-    config = configure(tmp_path, monkeypatch, smtp_port=smtp_port, webhook=None, email_to=[])
+    silent = configure(tmp_path, monkeypatch, smtp_port=smtp_port, webhook=None, email_to=[])
+    notify(warehouse, S1, silent, {"success": True, "failed_expectations": 0})
+    assert f"snapshot {S1}: no alert route (alerts.email_to, alerts.webhook_conn_id and alerts.routes are empty)" in (
+        all_logs(caplog))
+    assert inbox.envelopes == [] and list(read_state(warehouse, "default")["firing"])  # offline_partition fires
 
-    notify(warehouse, S2, config, {"success": True, "failed_expectations": 0})
-    assert "the gate passed; no alert" in all_logs(caplog)
-
-    notify(warehouse, S2, config, failed_verdict(warehouse))
-    logs = all_logs(caplog)
-    assert "e-mail skipped: alerts.email_to is empty" in logs
-    assert "webhook skipped: alerts.webhook_conn_id is not set" in logs
-    assert inbox.envelopes == []
+    # the offline partition is fixed and the gate passes: its resolve is still sent
+    write_snapshot(warehouse, "20250101T040000Z", S3, findings=[(UNDER, S1)])
+    mail = configure(tmp_path, monkeypatch, smtp_port=smtp_port, webhook=None)
+    notify(warehouse, "20250101T040000Z", mail, {"success": True, "failed_expectations": 0})
+    [message] = inbox.messages()
+    assert message["Subject"] == ("[kafka-zk-audit] gate passed for snapshot 20250101T040000Z: 1 critical/error "
+                                  "finding(s) resolved: offline_partition")
+    assert "Resolved (1)" in html_body(message) and "after 4h00m" in html_body(message)
+    assert [e["check_id"] for e in read_state(warehouse, "default")["firing"].values()] == ["under_replicated"]
 
 
 @pytest.mark.parametrize("webhook_kind", ["http_500", "unreachable", "not_http"])
@@ -307,9 +346,16 @@ def test_delivery_failures_are_logged_and_never_raise(warehouse, webhook_server,
         "not_http": f"ftp://127.0.0.1:{webhook_server.port}/hook/{WEBHOOK_TOKEN}",
     }[webhook_kind]
     config = configure(tmp_path, monkeypatch, smtp_port=free_port(), webhook=hook)  # nothing listens on SMTP
+    seed(warehouse)
 
     notify(warehouse, S2, config, failed_verdict(warehouse))  # must not raise
 
+    record = read_alerts(warehouse, S2)
+    assert [d["ok"] for d in record["deliveries"]] == [False, False]
+    assert len(record["retry_next_run"]["triggers"]) == 2  # not delivered: sent again at the next run
+    # the two that no channel took are not firing yet; the others (S1's, and a warning no route takes) are
+    assert {e["check_id"] for e in read_state(warehouse, "default")["firing"].values()} == {
+        "offline_partition", "under_replicated", "topic_config_missing"}
     logs = all_logs(caplog)
     assert "audit alert e-mail NOT delivered (SMTP connection smtp_test): ConnectionRefusedError" in logs
     if webhook_kind == "http_500":
@@ -369,8 +415,8 @@ def test_missing_findings_or_snapshot_id_are_logged(warehouse, tmp_path, monkeyp
     notify(warehouse, "20250101T030000Z", config, failed_verdict(warehouse))
     notify(warehouse, "None", config, None)
     logs = all_logs(caplog)
-    assert "alert for snapshot 20250101T030000Z not sent: it could not be built: FileNotFoundError" in logs
-    assert "audit alert not sent: no snapshot id" in logs
+    assert "snapshot 20250101T030000Z was not audited: no alerts" in logs
+    assert "no alerts: the run has no snapshot" in logs
 
 
 def test_webhook_basic_auth_from_the_connection(warehouse, webhook_server, tmp_path, monkeypatch, caplog):
@@ -381,7 +427,7 @@ def test_webhook_basic_auth_from_the_connection(warehouse, webhook_server, tmp_p
         "conn_type": "http", "host": url, "login": "audit", "password": SMTP_PASSWORD,
         "extra": {"X-Audit-Source": "kafka-zk-audit"},
     }))
-    alert = build_alert(warehouse.root, S2, cfg, failed_verdict(warehouse))
+    alert = build_alert(warehouse.root, S2, cfg, failed_verdict(warehouse), lifecycle_of(warehouse, S2, cfg))
     assert alert is not None
 
     assert AuditAlertNotifier.send_webhook(alert, cfg) is True

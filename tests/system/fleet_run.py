@@ -10,13 +10,16 @@ bravo      leader outside the ISR: red in its own cluster only (fleet attributio
 charlie    loses 4 of its 6 topics between the runs: the drift suite fires for it alone
 delta      dead address: its snapshot task fails and alerts; reported as not audited
 e2e        every non-history check planted at once; between the runs time passes, epochs and offsets go back, a
-           topic is recreated and one problem is fixed; alerts by e-mail (real SMTP) and webhook with secrets
+           topic is recreated and one problem is fixed; alerts by e-mail (real SMTP) and webhook with secrets, and
+           its critical/error/warning findings to Slack, Opsgenie and PagerDuty (HTTPS) receivers: triggers in run 1,
+           the fixed problem's resolve with the same dedup key in run 2
 kraft35    readiness plants, planned for Kafka 3.5.0 with ``migration.gate``: blocked, red
 kraft39    the same tree (same chroot) planned for 3.9: ready with warnings, green
 clean39    clean 3.9 cluster: ready, no readiness row, no finding
 dualwrite  a ZK -> KRaft migration whose dual writes stalled (``dual_write_stale_after: 0s``)
 files      rebuilt from a stopped ZooKeeper's snapshot and logs (``files:`` setting), with the history of its logs
-secured    digest-auth ACLs, read with the connection's login; its controller is missing
+secured    digest-auth ACLs, read with the connection's login; its controller is missing, with ``for: 1s`` on that
+           check: pending in run 1 (no alert), firing in run 2 (one trigger)
 ========== ===================================================================================================
 
 Run 1 is ``airflow dags test`` on ``local[*]``; the warehouse is copied right after it, so that
@@ -44,7 +47,7 @@ from kazoo.client import KazooClient
 
 from kafka_zk_audit.cli.runner import airflow_env, ensure_metadata_db, run_dag_once
 from kafka_zk_audit.contract.catalogue import BY_ID, CHECK_IDS
-from kafka_zk_audit_testing.receivers import CollectingHandler, smtp_receiver, webhook_receiver
+from kafka_zk_audit_testing.receivers import CollectingHandler, WebhookReceiver, smtp_receiver, webhook_receiver
 from kafka_zk_audit_testing.simulator import ClusterSpec, Planted, Simulator
 from kafka_zk_audit_testing.simulator.plants import MIGRATION_HEALTH_CHECKS
 from kafka_zk_audit_testing.simulator.readiness_plants import inherent_readiness, plant_readiness
@@ -84,11 +87,15 @@ AUDITED = tuple(c for c in CLUSTERS if c != DEAD)
 
 SMTP_PASSWORD = "pw-Smtp-e2e-5ecret-314"
 WEBHOOK_TOKEN = "T0E2E/B0E2E/e2e-hook-5ecret"
+SLACK_TOKEN = "T0E2E/B0SLACK/e2e-slack-5ecret"
+PAGERDUTY_KEY = "e2e-Routing-Key-5ecret-PD"
+OPSGENIE_KEY = "e2e-0psgenie-Key-5ecret"
 SECURED_AUTH = ("kafka", "cli-secret-5ecured")
 RECIPIENT = "kafka-oncall@example.com"
 ROUTES = {"alpha": "/hook/alpha", "e2e": f"/hook/{WEBHOOK_TOKEN}"}  # every other cluster: the fleet's route
 FLEET_ROUTE = "/hook/fleet"
-SECRETS = (SMTP_PASSWORD, WEBHOOK_TOKEN, SECURED_AUTH[1])
+SLACK_ROUTE = f"/slack/{SLACK_TOKEN}"  # e2e's Slack posts (the connection's endpoint and token)
+SECRETS = (SMTP_PASSWORD, WEBHOOK_TOKEN, SECURED_AUTH[1], SLACK_TOKEN, PAGERDUTY_KEY, OPSGENIE_KEY)
 
 
 @dataclass
@@ -103,6 +110,7 @@ class Run:
     emails: list[Any]
     stdout: str = ""
     stderr: str = ""
+    pagerduty: list[dict[str, Any]] = field(default_factory=list)  # what the HTTPS receiver got (PagerDuty events)
 
     def snapshot_id(self, cluster: str) -> str:
         return self.fleet["clusters"][cluster]["snapshot_id"]
@@ -148,8 +156,11 @@ def settings_yaml(files_dir: Path) -> dict[str, Any]:
     by_name["e2e"]["overrides"] = {
         "sla": {"delete_topic": "0s", "reassignment": "0s", "preferred_election": "0s"},
         "alerts": {"email_to": [RECIPIENT], "smtp_conn_id": "smtp_e2e", "webhook_conn_id": "webhook_e2e",
-                   "top_offenders": 100},
+                   "top_offenders": 100,
+                   "routes": [{"severities": ["critical", "error", "warning"], "slack_conn_id": "slack_e2e",
+                               "pagerduty_conn_id": "pagerduty_e2e", "opsgenie_conn_id": "opsgenie_e2e"}]},
     }
+    by_name["secured"]["overrides"] = {"alerts": {"for": {"controller_missing": "1s"}}}
     by_name["kraft35"]["overrides"] = {"migration": {"target_version": "3.5.0", "gate": True}}
     by_name["dualwrite"]["overrides"] = {"migration": {"dual_write_stale_after": "0s"}}
     by_name["files"]["files"] = {"data_dir": str(files_dir)}
@@ -162,7 +173,8 @@ def settings_yaml(files_dir: Path) -> dict[str, Any]:
     }
 
 
-def connections(zk_hosts: str, webhook: Any, smtp_port: int) -> dict[str, str]:
+def connections(zk_hosts: str, webhook: WebhookReceiver, smtp_port: int,
+                pagerduty: WebhookReceiver) -> dict[str, str]:
     env = {f"AIRFLOW_CONN_ZK_{name.upper()}": json.dumps(
         {"conn_type": "zookeeper", "host": zk_hosts, "extra": {"chroot": chroot}})
         for name, chroot in CHROOTS.items() if name != "secured"}
@@ -177,6 +189,13 @@ def connections(zk_hosts: str, webhook: Any, smtp_port: int) -> dict[str, str]:
     env["AIRFLOW_CONN_HOOK_FLEET"] = json.dumps({"conn_type": "http", "host": webhook.url(FLEET_ROUTE)})
     env["AIRFLOW_CONN_HOOK_ALPHA"] = json.dumps({"conn_type": "http", "host": webhook.url(ROUTES["alpha"])})
     env["AIRFLOW_CONN_WEBHOOK_E2E"] = json.dumps({"conn_type": "http", "host": webhook.url(ROUTES["e2e"])})
+    env["AIRFLOW_CONN_SLACK_E2E"] = json.dumps(
+        {"conn_type": "slackwebhook", "host": webhook.url("/slack"), "password": SLACK_TOKEN})
+    env["AIRFLOW_CONN_OPSGENIE_E2E"] = json.dumps(
+        {"conn_type": "opsgenie", "host": webhook.url("/opsgenie"), "password": OPSGENIE_KEY})
+    env["AIRFLOW_CONN_PAGERDUTY_E2E"] = json.dumps(
+        {"conn_type": "pagerduty_events", "host": pagerduty.url("/pagerduty"), "password": PAGERDUTY_KEY,
+         "extra": {"ca_bundle": pagerduty.ca_file}})
     env["AIRFLOW_CONN_SMTP_E2E"] = json.dumps({
         "conn_type": "smtp", "host": "127.0.0.1", "port": smtp_port, "login": "audit-sender",
         "password": SMTP_PASSWORD,
@@ -229,8 +248,9 @@ def system(zk_server, history_files, tmp_path_factory) -> Iterator[SystemRun]:
     sims["secured"] = Simulator(hosts=zk_server.hosts + CHROOTS["secured"], auth=("digest", ":".join(SECURED_AUTH)))
     runs: list[Run] = []
     try:
-        with smtp_receiver(SMTP_PASSWORD) as (smtp_port, inbox), webhook_receiver() as webhook:
-            env.update(connections(zk_server.hosts, webhook, smtp_port))
+        with smtp_receiver(SMTP_PASSWORD) as (smtp_port, inbox), webhook_receiver() as webhook, \
+                webhook_receiver(tls_dir=tmp / "tls") as pagerduty:
+            env.update(connections(zk_server.hosts, webhook, smtp_port, pagerduty))
             for name in LIVE_FLEET:
                 sims[name].write(FLEET_SPEC)
             sims["bravo"].plant("leader_not_in_isr")
@@ -250,7 +270,8 @@ def system(zk_server, history_files, tmp_path_factory) -> Iterator[SystemRun]:
             result = run_dag_once(env, {"warehouse": str(warehouse), "run_label": label}, tmp / f"{label}.log")
             log = result.log_path.read_text()
             runs.append(Run(warehouse, result.returncode, _fleet_json(warehouse, label, log), log,
-                            list(webhook.posts), CollectingHandler.messages_of(inbox.envelopes)))
+                            list(webhook.posts), CollectingHandler.messages_of(inbox.envelopes),
+                            pagerduty=list(pagerduty.posts)))
             after_first = tmp / "after_first"
             shutil.copytree(warehouse, after_first)
 
@@ -268,7 +289,7 @@ def system(zk_server, history_files, tmp_path_factory) -> Iterator[SystemRun]:
             admin.delete(CHROOTS["e2e"] + fixed.path)
 
             # run 2: an operator's `kafka-zk-audit run --config` into the same Airflow home and warehouse
-            posted, sent = len(webhook.posts), len(inbox.envelopes)
+            posted, sent, paged = len(webhook.posts), len(inbox.envelopes), len(pagerduty.posts)
             before = {p.name for p in warehouse.glob("runs/fleet-*")}
             cli = str(Path(sys.executable).parent / "kafka-zk-audit")
             done = subprocess.run([cli, "run", "-v", "--config", str(settings), "--warehouse", str(warehouse)],
@@ -280,7 +301,7 @@ def system(zk_server, history_files, tmp_path_factory) -> Iterator[SystemRun]:
             assert len(new) == 1, f"{new}; stderr:\n{done.stderr[-5000:]}"
             runs.append(Run(warehouse, done.returncode, _fleet_json(warehouse, new[0].name.rsplit("-", 1)[-1], log),
                             log, webhook.posts[posted:], CollectingHandler.messages_of(inbox.envelopes[sent:]),
-                            done.stdout, done.stderr))
+                            done.stdout, done.stderr, pagerduty.posts[paged:]))
     finally:
         for sim in sims.values():
             sim.close()

@@ -16,12 +16,15 @@ from urllib.parse import quote
 import pyarrow.parquet as pq
 
 from kafka_zk_audit.contract.catalogue import BY_ID, CHECK_IDS, ENTITIES
+from kafka_zk_audit.report.lifecycle import dedup_key
 from kafka_zk_audit_testing.browser import render_dom, text_of
 from tests.system.fleet_run import (
     HISTORY_PLANTS,
+    PAGERDUTY_KEY,
     RECIPIENT,
     ROUTES,
     SECRETS,
+    SLACK_ROUTE,
     SystemRun,
 )
 
@@ -155,6 +158,44 @@ def test_alerts_reach_smtp_and_webhook_and_only_new_findings_alert_again(system:
             assert secret not in run.log and secret not in run.stdout + run.stderr
     raw = [m.as_string() for m in (message, message2)] + [json.dumps(p["json"]) for p in (*first.posts, *second.posts)]
     assert not [r for r in raw for secret in SECRETS if secret in r]
+    stored = [p for p in system.warehouse.rglob("*") if p.suffix in (".json", ".html") and p.is_file()]
+    assert not [p for p in stored for secret in SECRETS if secret in p.read_text(errors="replace")]
+
+
+def test_a_fixed_finding_resolves_with_the_key_it_triggered_with(system: SystemRun):
+    """e2e's critical/error/warning findings go to PagerDuty (HTTPS), Opsgenie and Slack through the providers'
+    hooks: run 1 triggers each once with its dedup key; run 2 triggers only what is new and resolves the problem
+    fixed in between with the same key on all three."""
+    first, second = system.runs
+    [fixed] = [f for f in first.findings("e2e") if f["check_id"] == system.fixed.check_id
+               and f["path"] == system.fixed.path]
+    key = dedup_key("e2e", fixed)
+
+    def events(run, action: str) -> list[str]:
+        found = [p["json"] for p in run.pagerduty if p["path"] == "/pagerduty/v2/enqueue"]
+        assert {e["routing_key"] for e in found} <= {PAGERDUTY_KEY}
+        return [e["dedup_key"] for e in found if e["event_action"] == action]
+
+    triggered1 = events(first, "trigger")
+    record = json.loads((system.warehouse / "runs" / first.snapshot_id("e2e") / "alerts.json").read_text())
+    routed = [e for e in record["lifecycle"]["firing"] if e["severity"] in ("critical", "error", "warning")]
+    assert key in triggered1 and len(triggered1) == len(set(triggered1)) == len(routed)
+    assert all(d["ok"] for d in record["deliveries"]) and record["retry_next_run"] == {"triggers": [], "resolves": []}
+    assert {p["json"]["alias"] for p in first.posts_to("/opsgenie/v2/alerts")} == set(triggered1)
+    [slack1] = first.posts_to(SLACK_ROUTE)
+    assert key in slack1["json"]["text"] and f"Started firing ({len(triggered1)}):" in slack1["json"]["text"]
+
+    assert key in events(second, "resolve")
+    assert not set(events(second, "trigger")) & set(triggered1)  # a firing finding pages once
+    assert f"/opsgenie/v2/alerts/{quote(key, safe='')}/close?identifierType=alias" in [p["path"] for p in second.posts]
+    [slack2] = second.posts_to(SLACK_ROUTE)
+    assert "Resolved (" in slack2["json"]["text"] and key in slack2["json"]["text"]
+
+    alerts2 = second.summary("e2e")["alerts"]
+    [resolved] = [e for e in alerts2["resolved"] if e["key"] == key]
+    assert resolved["resolved_in"] == second.snapshot_id("e2e") and resolved["lasted_s"] >= 1
+    page = (system.warehouse / "data_docs" / "alerts" / "index.html").read_text()
+    assert "Resolved at this snapshot" in page and key in page
 
 
 def test_data_docs_in_headless_chromium(system: SystemRun):

@@ -3,15 +3,16 @@
     clusters ──▶ snapshot ×N (kazoo, mapped, bounded) ──▶ audit (one spark-submit for every snapshot)
              ──▶ gate (Great Expectations, per cluster)
              ──▶ history ×N (mapped: what happened since the last run, from each cluster's ZooKeeper files)
-             ──▶ summary (per cluster + fleet, Asset events)
+             ──▶ summary (alerts: triggers and resolves; per cluster + fleet summaries, Asset events)
              ──▶ retention ──▶ verdict (fails the run when a cluster is red or could not be audited)
 
 ``dags/kafka_zk_audit.py`` builds it with :func:`build_dag`. The schedule, the clusters and the bounds come
 from the audit settings file named by ``$KAFKA_ZK_AUDIT_CONFIG`` (read when Airflow parses the DAG; the
 packaged defaults when unset: hourly, one cluster ``default`` on the connection of the ``zk_conn_id`` param).
-Any task that fails for good alerts (which cluster, which task, why, where the log is); a failed gate sends
-the findings alert. Each audited cluster publishes an Asset event ``kafka-zk-audit://<cluster>`` whose extra
-carries its summary's counts. A history that fails alerts too, but never makes the run red by itself.
+Any task that fails for good alerts (which cluster, which task, why, where the log is); the summary task sends the
+findings' alerts at every run: a trigger when a finding starts firing (it persisted past its check's ``for``), a
+resolve when a firing one is gone. Each audited cluster publishes an Asset event ``kafka-zk-audit://<cluster>``
+whose extra carries its summary's counts. A history that fails alerts too, but never makes the run red by itself.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from typing import Any
 from airflow.sdk import DAG, Asset, AssetAlias, Param, task
 from airflow.sdk.exceptions import AirflowFailException
 
-from kafka_zk_audit.airflow.notifications.audit_alert import AuditAlertNotifier
 from kafka_zk_audit.airflow.notifications.task_failure import GateVerdictFailure, TaskFailureNotifier
 from kafka_zk_audit.airflow.operators.audit_gate import AuditGateOperator
 from kafka_zk_audit.airflow.operators.audit_spark_submit import AuditSparkSubmitOperator
@@ -162,10 +162,7 @@ def build_dag(settings_path: str | None = None) -> DAG:
             snapshot_ids=snapshot.output,
             audit_config=AUDIT_CONFIG,
             suites_dir="{{ params.suites_dir or '' }}",
-            on_failure_callback=[
-                AuditAlertNotifier(warehouse=WAREHOUSE, snapshot_id=snapshot.output, audit_config=AUDIT_CONFIG),
-                failure_alert,
-            ],
+            on_failure_callback=failure_alert,  # the findings' alerts are the summary task's, at every run
         )
 
         history = ZooKeeperHistoryOperator.partial(
@@ -182,13 +179,22 @@ def build_dag(settings_path: str | None = None) -> DAG:
         @task(task_id="summary", trigger_rule="all_done", outlets=[AssetAlias(ASSET_ALIAS)])
         def publish_summaries(warehouse: str, snapshot_ids: Any, audit_config: str | None,
                               targets: list[dict[str, str]], **context: Any) -> dict:
-            """summary.json per cluster and the fleet's; an Asset event per audited cluster."""
+            """The alerts (triggers and resolves), summary.json per cluster and the fleet's; an Asset event per
+            audited cluster."""
+            from kafka_zk_audit.airflow.notifications.audit_alert import send_run_alerts
             from kafka_zk_audit.report.publish import publish_run
 
             ti = context["ti"]
+            verdict = ti.xcom_pull(task_ids="gate", key="verdict")
+            try:
+                run_url = ti.log_url
+            except Exception:  # a link is optional
+                run_url = None
+            send_run_alerts(warehouse, snapshot_ids, audit_config, verdict,
+                            run_url=run_url if isinstance(run_url, str) else None)
             published = publish_run(Warehouse(warehouse), [t["cluster"] for t in targets],
-                                    snapshot_id_list(snapshot_ids), ti.xcom_pull(task_ids="gate", key="verdict"),
-                                    ti.xcom_pull(task_ids="history"), run_id=context["run_id"])
+                                    snapshot_id_list(snapshot_ids), verdict, ti.xcom_pull(task_ids="history"),
+                                    run_id=context["run_id"])
             for name, extra in published.asset_extras.items():
                 context["outlet_events"][AssetAlias(ASSET_ALIAS)].add(cluster_asset(name), extra=extra)
             return published.result

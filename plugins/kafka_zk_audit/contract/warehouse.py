@@ -97,6 +97,14 @@ class Warehouse:
     def summary_path(self, run_id: str) -> str:
         return f"{self.run_dir(run_id)}/summary.json"
 
+    def alert_state_path(self, cluster: str) -> str:
+        """A cluster's alert state: which findings fire (``alerts/<cluster>/state.json``)."""
+        return f"{self.root}/alerts/{cluster}/state.json"
+
+    def alerts_path(self, snapshot_id: str) -> str:
+        """What the alerts of one audited snapshot found and sent (``runs/<id>/alerts.json``)."""
+        return f"{self.run_dir(snapshot_id)}/alerts.json"
+
     @property
     def data_docs_dir(self) -> str:
         return f"{self.root}/data_docs"

@@ -1,11 +1,12 @@
-"""The alert of a failed gate, built from the warehouse: subject, plain text, HTML and webhook JSON.
+"""The alert of a cluster's run, built from the warehouse and its alert lifecycle: subject, text, HTML, webhook JSON.
 
-Pure message building, no delivery (that is :mod:`kafka_zk_audit.airflow.notifications.audit_alert`). It reads the
-snapshot's findings Parquet with pyarrow, ``runs/<id>/audit.json`` and the snapshot manifest.
+Pure message building, no delivery (that is :mod:`kafka_zk_audit.airflow.notifications`). It reads the snapshot's
+findings Parquet with pyarrow, ``runs/<id>/audit.json`` and the snapshot manifest.
 
-When to alert: the gate failed and, with ``alerts.only_new`` (the default), at least one finding of a
-gating severity is ``new``, i.e. was not in the previous audited snapshot. A gate that keeps failing
-on the same findings therefore alerts once. With ``only_new: false`` every failed gate alerts.
+When to alert (per route): with ``alerts.only_new`` (the default), when a finding of the route's severities started
+firing (it persisted past its ``for``) or resolved at this snapshot (``report.lifecycle``): a gate that keeps failing
+on the same findings alerts once, and a fixed finding sends its resolve even when the gate passes. With
+``only_new: false`` the route also gets the alert at every run while one of its findings fires or the gate fails.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from kafka_zk_audit.contract.catalogue import BY_ID, SEVERITIES
-from kafka_zk_audit.contract.settings import AuditConfig
+from kafka_zk_audit.contract.settings import AlertRoute, AuditConfig
 from kafka_zk_audit.contract.warehouse import Warehouse
+from kafka_zk_audit.report.lifecycle import Lifecycle, describe_entry, format_duration_s
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +32,8 @@ SLACK_SECTION_CHARS = 3000
 SLACK_HEADER_CHARS = 150
 FINDING_FIELDS = ("check_id", "severity", "status", "topic", "partition", "group_id", "broker_id", "path",
                   "detail", "first_seen")
+ENTRY_FIELDS = ("key", *FINDING_FIELDS, "since", "age_s", "for_s", "firing_since", "resolved_in", "lasted_s",
+                "fired_s")
 
 
 @dataclass(frozen=True)
@@ -165,76 +169,104 @@ def _gate_summary(verdict: dict[str, Any] | None) -> tuple[str, list[dict[str, A
     return line, failed
 
 
+def _routed(lifecycle: Lifecycle, severities: tuple[str, ...]) -> dict[str, list[dict[str, Any]]]:
+    """The lifecycle's entries of the route's severities, worst first."""
+    def pick(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return sorted((e for e in entries if e.get("severity") in severities), key=_finding_order)
+
+    return {"triggered": pick(lifecycle.triggered), "resolved": pick(lifecycle.resolved),
+            "firing": pick(lifecycle.firing), "pending": pick(lifecycle.pending)}
+
+
+def _public_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    return {name: entry.get(name) for name in ENTRY_FIELDS if name in entry}
+
+
 def build_alert(
     warehouse: Warehouse | str,
     snapshot_id: str,
     cfg: AuditConfig,
     verdict: dict[str, Any] | None,
+    lifecycle: Lifecycle,
     *,
+    route: AlertRoute | None = None,
     run_url: str | None = None,
 ) -> Alert | None:
-    """The alert for a failed gate on ``snapshot_id``, or None when nothing should be sent (reason logged).
+    """The alert of ``snapshot_id`` for one route (None: the gating severities), or None when the route has nothing
+    to be told (reason logged).
 
-    ``verdict`` is the gate's XCom ``verdict`` (None when the gate failed before deciding).
+    ``verdict`` is the snapshot's part of the gate's XCom ``verdict`` (None when the gate gave none: failed).
     Raises FileNotFoundError when the snapshot's findings are missing.
     """
     wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
-    if verdict and verdict.get("success"):
-        log.info("snapshot %s: the gate passed; no alert", snapshot_id)
+    gating = tuple(cfg.gate.gating_severities)
+    severities = tuple(s for s in SEVERITIES if (route.takes(s, gating) if route else s in gating))
+    label = "/".join(severities) or "gating"
+    gate_failed = not (verdict and verdict.get("success"))
+    routed = _routed(lifecycle, severities)
+    triggered, resolved, firing = routed["triggered"], routed["resolved"], routed["firing"]
+    if lifecycle.stale:
+        log.info("snapshot %s: a later snapshot's alerts were sent already; no alert", snapshot_id)
         return None
-    findings = read_findings(wh, snapshot_id)
-    gating = set(cfg.gate.gating_severities)
-    gating_findings = sorted((f for f in findings if f.get("severity") in gating), key=_finding_order)
-    new_gating = [f for f in gating_findings if f.get("status") == "new"]
-    gating_label = "/".join(s for s in SEVERITIES if s in gating) or "gating"
-    if cfg.alerts.only_new and not new_gating:
-        log.info("snapshot %s: the gate failed, but no %s finding is new since the previous run "
-                 "(%d ongoing); no alert sent (alerts.only_new is true)", snapshot_id, gating_label,
-                 len(gating_findings))
+    if not triggered and not resolved and (cfg.alerts.only_new or not (firing or gate_failed)):
+        why = "alerts.only_new is true" if cfg.alerts.only_new else "nothing fires and the gate passed"
+        log.info("snapshot %s: the gate %s, but no %s finding started firing or resolved since the previous run "
+                 "(%d firing, %d pending); no alert sent (%s)", snapshot_id, "failed" if gate_failed else "passed",
+                 label, len(firing), len(routed["pending"]), why)
         return None
 
+    findings = read_findings(wh, snapshot_id)
+    routed_findings = sorted((f for f in findings if f.get("severity") in severities), key=_finding_order)
     audit = _read_optional_json(wh, f"{wh.run_dir(snapshot_id)}/audit.json")
     manifest = _read_optional_json(wh, wh.manifest_path(snapshot_id))
     limit = cfg.alerts.top_offenders
     new_findings = sorted((f for f in findings if f.get("status") == "new"), key=_finding_order)
-    gate_line, gate_failed = _gate_summary(verdict)
+    gate_line, gate_failed_checks = _gate_summary(verdict) if gate_failed else ("passed", [])
     data_docs = (verdict or {}).get("data_docs") or wh.data_docs_index
-    if new_gating:
-        reason = f"{len(new_gating)} new {gating_label} finding(s) since the previous run"
-    else:
-        reason = f"the gate failed; {len(gating_findings)} {gating_label} finding(s), none new (alerts.only_new is off)"
+    reasons = [f"{len(triggered)} {label} finding(s) started firing"] if triggered else []
+    reasons += [f"{len(resolved)} resolved"] if resolved else []
+    reason = ", ".join(reasons) or f"{len(firing)} {label} finding(s) still firing (alerts.only_new is off)"
     facts: dict[str, Any] = {
         "snapshot_id": snapshot_id,
         "baseline_snapshot_id": audit.get("baseline_snapshot_id"),
         "cluster": _cluster(manifest),
+        "cluster_name": lifecycle.cluster,
         "snapshot_started_at": manifest.get("started_at"),
         "reason": reason,
+        "severities": list(severities),
         "gate": {
-            "success": False,
+            "success": not gate_failed,
             "summary": gate_line,
             "failed_expectations": (verdict or {}).get("failed_expectations"),
             "non_gating_failed_expectations": (verdict or {}).get("non_gating_failed_expectations"),
             "failed_checks": [{k: f.get(k) for k in ("check_id", "severity", "unexpected_count", "label")}
-                              for f in gate_failed],
+                              for f in gate_failed_checks],
         },
         "totals": {
             "findings": int(audit.get("findings", len(findings))),
-            "gating_findings": len(gating_findings),
+            "gating_findings": len(routed_findings),
             "new_findings": int(audit.get("new_findings", len(new_findings))),
-            "new_gating_findings": len(new_gating),
+            "new_gating_findings": sum(f.get("status") == "new" for f in routed_findings),
             "resolved_findings": audit.get("resolved_findings"),
             "suppressed_findings": audit.get("suppressed_findings"),
+            "firing": len(firing), "pending": len(routed["pending"]), "started_firing": len(triggered),
+            "resolved_alerts": len(resolved),
         },
         "checks": _check_counts(findings, audit, cfg),
         "new_findings": [_public_finding(f) for f in new_findings[:limit]],
         "new_findings_not_listed": max(0, len(new_findings) - limit),
-        "top_offenders": top_offenders(gating_findings, limit),
-        "gating_severities": sorted(gating, key=_severity_rank),
+        "started_firing": [_public_entry(e) for e in triggered[:limit]],
+        "started_firing_not_listed": max(0, len(triggered) - limit),
+        "resolved": [_public_entry(e) for e in resolved[:limit]],
+        "resolved_not_listed": max(0, len(resolved) - limit),
+        "pending": [_public_entry(e) for e in routed["pending"][:limit]],
+        "top_offenders": top_offenders(routed_findings, limit),
+        "gating_severities": list(severities),
         "data_docs": data_docs,
         "data_docs_href": _data_docs_href(data_docs),
         "run_url": run_url,
     }
-    subject = _subject(facts, new_gating, gating_label)
+    subject = _subject(facts, triggered, resolved, label)
     text = render_text(facts)
     return Alert(snapshot_id=snapshot_id, subject=subject, text=text, html=render_html(facts, subject),
                  payload=render_webhook(facts, subject, text), facts=facts)
@@ -249,22 +281,29 @@ def _cluster(manifest: dict[str, Any]) -> str | None:
     return manifest["ensemble"] + ("" if chroot == "/" else chroot)
 
 
-def _subject(facts: dict[str, Any], new_gating: list[dict[str, Any]], gating_label: str) -> str:
-    totals = facts["totals"]
-    if new_gating:
-        checks = sorted({f["check_id"] for f in new_gating}, key=lambda c: min(
-            _finding_order(f) for f in new_gating if f["check_id"] == c))
-        shown = ", ".join(checks[:3]) + (", …" if len(checks) > 3 else "")
-        what = f"{len(new_gating)} new {gating_label} finding(s): {shown}"
+def _checks_of(entries: list[dict[str, Any]]) -> str:
+    checks = list(dict.fromkeys(e["check_id"] for e in entries))
+    return ", ".join(checks[:3]) + (", …" if len(checks) > 3 else "")
+
+
+def _subject(facts: dict[str, Any], triggered: list[dict[str, Any]], resolved: list[dict[str, Any]],
+             label: str) -> str:
+    if triggered:
+        what = f"{len(triggered)} {label} finding(s) started firing: {_checks_of(triggered)}"
+        what += f"; {len(resolved)} resolved" if resolved else ""
+    elif resolved:
+        what = f"{len(resolved)} {label} finding(s) resolved: {_checks_of(resolved)}"
     else:
-        what = f"{totals['gating_findings']} {gating_label} finding(s), none new"
-    return f"{SUBJECT_PREFIX} gate FAILED for snapshot {facts['snapshot_id']}: {what}"
+        what = f"{facts['totals']['firing']} {label} finding(s) firing, none started now"
+    gate = "gate FAILED for snapshot" if not facts["gate"]["success"] else "gate passed for snapshot"
+    return f"{SUBJECT_PREFIX} {gate} {facts['snapshot_id']}: {what}"
 
 
 def _headline(facts: dict[str, Any]) -> list[str]:
     totals = facts["totals"]
     baseline = facts["baseline_snapshot_id"]
-    lines = [f"Kafka ZooKeeper audit: gate FAILED for snapshot {facts['snapshot_id']}"]
+    verdict = "FAILED" if not facts["gate"]["success"] else "passed"
+    lines = [f"Kafka ZooKeeper audit: gate {verdict} for snapshot {facts['snapshot_id']}"]
     if facts["cluster"]:
         lines.append(f"Cluster: {facts['cluster']}")
     lines.append(f"Why this alert: {facts['reason']}.")
@@ -274,12 +313,30 @@ def _headline(facts: dict[str, Any]) -> list[str]:
     lines.append(f"Findings: {totals['findings']} in total ({totals['gating_findings']} gating), "
                  f"{totals['new_findings']} new" + (f", {resolved} resolved" if resolved is not None else "")
                  + f" {since}.")
+    lines.append(f"Alerts ({'/'.join(facts['severities'])}): {totals['started_firing']} started firing, "
+                 f"{totals['resolved_alerts']} resolved, {totals['firing']} firing, {totals['pending']} pending.")
     return lines
+
+
+def _transition_lines(facts: dict[str, Any]) -> dict[str, list[str]]:
+    """The started-firing and resolved findings, one line each with its key and durations."""
+    started = [f"{describe_entry(e)}, first seen {format_duration_s(e['age_s'])} ago" for e in facts["started_firing"]]
+    if facts["started_firing_not_listed"]:
+        started.append(f"… and {facts['started_firing_not_listed']} more")
+    resolved = [f"{describe_entry(e)}, after {format_duration_s(e['lasted_s'])} ({format_duration_s(e['fired_s'])} "
+                "firing)" for e in facts["resolved"]]
+    if facts["resolved_not_listed"]:
+        resolved.append(f"… and {facts['resolved_not_listed']} more")
+    return {f"Started firing ({facts['totals']['started_firing']})": started,
+            f"Resolved ({facts['totals']['resolved_alerts']})": resolved}
 
 
 def render_text(facts: dict[str, Any]) -> str:
     """The plain-text alert (e-mail readers, webhook ``text``, logs)."""
     lines = _headline(facts)
+    for title, entries in _transition_lines(facts).items():
+        if entries:
+            lines += ["", f"{title}:", *(f"  - {entry}" for entry in entries)]
     lines += ["", "Findings per check (total / new):"]
     width = max((len(r["check_id"]) for r in facts["checks"]), default=0)
     lines += [f"  {r['severity']:<8} {r['check_id']:<{width}}  {r['count']} / {r['new']}" for r in facts["checks"]]
@@ -318,6 +375,9 @@ def render_html(facts: dict[str, Any], subject: str) -> str:
     parts.append(f"<h2>{e(headline[0])}</h2>")
     parts += [f"<p>{e(line)}</p>" for line in headline[1:]]
 
+    for title, entries in _transition_lines(facts).items():
+        if entries:
+            parts.append(f"<h3>{e(title)}</h3><ul>" + "".join(f"<li>{e(entry)}</li>" for entry in entries) + "</ul>")
     parts.append("<h3>Findings per check</h3>")
     parts.append(_html_table(("severity", "check", "total", "new"),
                              [(r["severity"], r["check_id"], r["count"], r["new"]) for r in facts["checks"]]))
@@ -398,6 +458,7 @@ def render_webhook(facts: dict[str, Any], subject: str, text: str) -> dict[str, 
         {"type": "header", "text": {"type": "plain_text", "text": _clip(subject, SLACK_HEADER_CHARS)}},
         {"type": "section", "text": {"type": "mrkdwn",
                                      "text": _clip(_mrkdwn("\n".join(_headline(facts)[1:])), SLACK_SECTION_CHARS)}},
+        *(_code_section(title, entries) for title, entries in _transition_lines(facts).items() if entries),
         _code_section("Findings per check (total / new)", counts),
         _code_section(f"New since the previous run ({facts['totals']['new_findings']})", new),
     ]

@@ -1,9 +1,9 @@
 """The end of a DAG run: what it publishes (summaries, readiness pages, links to the histories) and what it prunes.
 
-:func:`publish_run` is the DAG's ``summary`` task: every audited cluster's ``summary.json`` and the fleet's, the
-ZK -> KRaft readiness pages, the link to the histories in the Data Docs, the lines the task's log shows, and the
-extra of each audited cluster's Asset event. :func:`prune_run` is its ``retention`` task, :func:`run_failure` its
-``verdict`` task.
+:func:`publish_run` is the DAG's ``summary`` task (after its alerts): every audited cluster's ``summary.json`` and
+the fleet's, the ZK -> KRaft readiness pages, the alerts page and the link to the histories in the Data Docs, the
+lines the task's log shows, and the extra of each audited cluster's Asset event. :func:`prune_run` is its
+``retention`` task, :func:`run_failure` its ``verdict`` task.
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ from kafka_zk_audit.contract.retention import apply_retention
 from kafka_zk_audit.contract.settings import RetentionConfig
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.report import readiness
+from kafka_zk_audit.report.alerts_page import link_alerts_in_data_docs, write_alerts_page
 from kafka_zk_audit.report.fleet import summarize_fleet
 from kafka_zk_audit.report.history_index import link_history_in_data_docs, refresh_history_index
+from kafka_zk_audit.report.summary import format_alerts
 
 
 @dataclass(frozen=True)
@@ -58,14 +60,22 @@ def publish_run(warehouse: Warehouse, clusters: Sequence[str], snapshot_ids: Seq
     extras = {name: cluster["asset_extra"] for name, cluster in fleet["clusters"].items() if cluster.get("summary")}
     emit(fleet["text"])
     emit(f"fleet summary: {path}")
-    link_history_in_data_docs(warehouse)  # first: each link goes on top, the readiness link above this one
+    for name, cluster in fleet["clusters"].items():
+        alerts = warehouse.read_json(cluster["summary"]).get("alerts") if cluster.get("summary") else None
+        if alerts:
+            emit("\n".join([f"{name}: {line}" if i == 0 else line for i, line in enumerate(format_alerts(alerts))]))
+    alerts_page = write_alerts_page(warehouse, list(snapshot_ids))
+    link_alerts_in_data_docs(warehouse)  # first: each link goes on top, the readiness link above the others
+    link_history_in_data_docs(warehouse)
+    if alerts_page:
+        emit(f"alerts: {alerts_page}")
     readiness_found = publish_readiness(warehouse, snapshot_ids, emit)
     found_histories = histories_by_cluster(histories)
     for name, found in found_histories.items():
         emit(f"history of {name}: {found['listed']} interval(s) listed, {found['short']} shorter than the floor, "
              f"zxid {found['first_zxid']} to {found['last_zxid']}; page: {found['page']}")
     result = {**{k: v for k, v in fleet.items() if k != "text"}, "readiness": readiness_found,
-              "histories": found_histories}
+              "histories": found_histories, "alerts_page": alerts_page}
     return PublishedRun(result, extras)
 
 

@@ -8,13 +8,17 @@ from typing import Any
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
 from kafka_zk_audit.contract.readiness import NOT_STARTED
 from kafka_zk_audit.contract.warehouse import Warehouse
+from kafka_zk_audit.report.alert_state import read_alerts, summary_of
+from kafka_zk_audit.report.lifecycle import format_lifecycle
 
 NO_VERDICT = "the gate gave no verdict: it did not finish validating; see the gate task's log"
 
 
 def build_summary(manifest: dict[str, Any], audit: dict[str, Any] | None, verdict: dict[str, Any] | None,
-                  data_docs: str, finished_at: datetime | None = None) -> dict[str, Any]:
-    """Assemble summary.json from the snapshot manifest, the audit figures and the gate verdict."""
+                  data_docs: str, finished_at: datetime | None = None,
+                  alerts: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Assemble summary.json from the snapshot manifest, the audit figures, the gate verdict and the alerts
+    (``runs/<id>/alerts.json``, None when they were not sent)."""
     audit = audit or {}
     checks = audit.get("checks", {})
     gate = verdict or {"success": False, "failed_expectations": None, "error": NO_VERDICT}
@@ -37,6 +41,8 @@ def build_summary(manifest: dict[str, Any], audit: dict[str, Any] | None, verdic
         "data_docs": data_docs,
         # ZK -> KRaft migration readiness (audit/readiness.py): target, verdict, phase, rows per level; None when off
         "readiness": audit.get("readiness"),
+        # the alerts' lifecycle (report/lifecycle.py): firing, pending and resolved findings with their durations
+        "alerts": summary_of(alerts),
     }
 
 
@@ -52,7 +58,8 @@ def summarize_run(warehouse: Warehouse, snapshot_id: str | None, verdict: dict[s
     audit_path = f"{warehouse.run_dir(snapshot_id)}/audit.json"
     if not warehouse.exists(audit_path):
         raise AuditIncomplete(f"the Spark audit of {snapshot_id} did not complete; see the audit task's log")
-    summary = build_summary(manifest, warehouse.read_json(audit_path), verdict, warehouse.data_docs_index)
+    summary = build_summary(manifest, warehouse.read_json(audit_path), verdict, warehouse.data_docs_index,
+                            alerts=read_alerts(warehouse, snapshot_id))
     return summary, write_summary(warehouse, summary)
 
 
@@ -87,5 +94,15 @@ def format_summary(summary: dict[str, Any]) -> str:
         phase = "" if readiness["phase"] == NOT_STARTED else f"; migration phase {readiness['phase']}"
         lines.append(f"ZK -> KRaft readiness (target {readiness['target_version']}): "
                      f"{readiness['verdict'].replace('_', ' ')} ({counts}){phase}")
+    if summary.get("alerts"):
+        lines.extend(format_alerts(summary["alerts"]))
     lines.append(f"data docs: {summary['data_docs']}")
     return "\n".join(lines)
+
+
+def format_alerts(alerts: dict[str, Any], keep: int = 20) -> list[str]:
+    """The alerts' counts, then the first ``keep`` firing, pending and resolved findings with their durations."""
+    lines = format_lifecycle(alerts)
+    if len(lines) <= keep + 1:
+        return lines
+    return [*lines[:keep + 1], f"  … and {len(lines) - keep - 1} more (summary.json lists them)"]

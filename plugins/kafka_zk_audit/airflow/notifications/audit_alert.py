@@ -1,120 +1,171 @@
-"""``AuditAlertNotifier``: the gate's failure callback, sending the alert by e-mail and webhook.
+"""The alerts of a run: each audited cluster's findings lifecycle, its triggers and resolves, through its routes.
 
-Wire it as ``on_failure_callback`` of the gate task. It reads the gate's XCom ``verdict``, builds the
-alert with :func:`kafka_zk_audit.report.alert.build_alert` and delivers it:
+:func:`send_run_alerts` is what the DAG's ``summary`` task calls first, at every run whatever the gate's verdict (so a
+fixed finding sends its resolve even when the gate passes); ``AuditAlertNotifier`` is the same as a notifier, for a
+callback. Per audited snapshot, under the warehouse's lock of its cluster: the lifecycle
+(:mod:`kafka_zk_audit.report.lifecycle`: pending, firing, resolved, from the findings, each check's ``for`` and the
+cluster's state), then each route of the cluster's settings (``AuditConfig.alert_routes``) gets what concerns its
+severities:
 
-* e-mail through the SMTP provider's ``SmtpHook`` (connection ``alerts.smtp_conn_id``) to
-  ``alerts.email_to``; no recipients, no e-mail;
-* a JSON POST (Slack-compatible) through the HTTP provider's ``HttpHook`` (connection
-  ``alerts.webhook_conn_id``); none, no webhook. The connection's host is the full webhook URL
-  (``https://hooks.example.com/services/T/B/X``); login and password, when set, are sent as HTTP basic
-  auth, and its extra is what the HTTP provider makes of it (headers, ``timeout``, ``verify``, proxies).
+* e-mail, webhook and Slack: one message per run, the alert of :func:`kafka_zk_audit.report.alert.build_alert`
+  (started firing, resolved, the findings per check and the top offenders), when something started firing or
+  resolved (or, with ``alerts.only_new: false``, while something fires or the gate fails);
+* PagerDuty and Opsgenie: one event per finding that started firing (trigger / create) or resolved (resolve /
+  close), keyed by the finding's dedup key.
 
-Nothing here raises: a failed delivery is logged and the audit result stays what it is. Passwords and
-the webhook URL (its path often is the token) never reach a log line or the message: they are registered
-with Airflow's secrets masker, and the lines the HTTP hook and urllib3 log during the POST are redacted
-here as well, since those name the URL (``Sending 'POST' to url: …``, ``… with url: /services/…``).
+Then the state and ``runs/<id>/alerts.json`` are written (:mod:`kafka_zk_audit.report.alert_state`). A snapshot
+whose alerts were sent already (a retried task) is not sent again. Nothing here raises: a failed delivery is logged,
+recorded, and sent again at the next run; the audit's result stays what it is.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from airflow.sdk import BaseNotifier
 
+from kafka_zk_audit.airflow.notifications import channels
 from kafka_zk_audit.airflow.xcoms import snapshot_id_list
-from kafka_zk_audit.contract.settings import AuditConfig, load_config
+from kafka_zk_audit.contract.lock import warehouse_lock
+from kafka_zk_audit.contract.settings import AlertRoute, AuditConfig, load_config
 from kafka_zk_audit.contract.warehouse import Warehouse
-from kafka_zk_audit.report.alert import Alert, build_alert
+from kafka_zk_audit.report.alert import Alert, build_alert, describe_subject
+from kafka_zk_audit.report.alert_state import cluster_of, plan_lifecycle, read_alerts, record_alerts
 from kafka_zk_audit.report.fleet import snapshot_verdict
+from kafka_zk_audit.report.lifecycle import Lifecycle
 
 log = logging.getLogger(__name__)
 
-WEBHOOK_TIMEOUT_SECONDS = 10
-RESPONSE_BODY_CHARS = 200
-REDACTED = "***"
-# Where the POST's own log lines come from: the hook (given this logger below) and urllib3, which logs
-# each request line with its path at DEBUG.
-HTTP_LOGGERS = (f"{__name__}.http_hook", "urllib3.connectionpool", "urllib3.util.retry")
+LOCK_TIMEOUT_SECONDS = 600.0
+DETAIL_FIELDS = ("check_id", "severity", "topic", "partition", "group_id", "broker_id", "path", "detail", "first_seen",
+                 "since", "key")
 
 
-def redact(text: str, secrets: Iterable[str | None]) -> str:
-    """``text`` with every non-empty secret replaced by ``***``."""
-    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
-    return text
+def send_run_alerts(warehouse: str, snapshot_ids: Any, audit_config: str | None, verdict: dict[str, Any] | None,
+                    *, run_url: str | None = None) -> dict[str, dict[str, Any]]:
+    """Send the alerts of every audited snapshot of the run; returns each one's ``alerts.json`` by snapshot id."""
+    sent: dict[str, dict[str, Any]] = {}
+    ids = snapshot_id_list(snapshot_ids)
+    if not ids:
+        log.error("no alerts: the run has no snapshot (the snapshot tasks pushed none)")
+        return sent
+    for snapshot_id in ids:
+        try:
+            record = send_snapshot_alerts(Warehouse(warehouse), snapshot_id, load_config(audit_config or None),
+                                          snapshot_verdict(verdict, snapshot_id), run_url=run_url)
+        except Exception as error:  # an alert problem must not change the audit result
+            log.error("alerts of snapshot %s not sent: %s: %s", snapshot_id, type(error).__name__, error)
+            continue
+        if record is not None:
+            sent[snapshot_id] = record
+    return sent
 
 
-def _mask(*secrets: str | None) -> None:
-    """Register secrets with Airflow's log masker (also covers task-log lines not written here)."""
-    try:
-        from airflow.sdk.log import mask_secret
-    except ImportError:  # pragma: no cover - the task SDK always has it
-        return
-    for secret in secrets:
-        if secret:
-            mask_secret(secret)
+def send_snapshot_alerts(warehouse: Warehouse, snapshot_id: str, settings: AuditConfig,
+                         verdict: dict[str, Any] | None, *, run_url: str | None = None) -> dict[str, Any] | None:
+    """The lifecycle of one audited snapshot's cluster, delivered and recorded; None when it was not audited."""
+    if not warehouse.exists(f"{warehouse.findings_dir(snapshot_id)}/_SUCCESS"):
+        log.info("snapshot %s was not audited: no alerts (the failed task alerted)", snapshot_id)
+        return None
+    cluster = cluster_of(warehouse.read_json(warehouse.manifest_path(snapshot_id)))
+    cfg = settings.for_cluster(cluster)
+    with warehouse_lock(warehouse, f"alerts-{cluster}", timeout_s=LOCK_TIMEOUT_SECONDS):
+        done = read_alerts(warehouse, snapshot_id)
+        if done is not None:
+            log.info("snapshot %s: its alerts were sent already (%s); not sending them again", snapshot_id,
+                     warehouse.alerts_path(snapshot_id))
+            return done
+        lifecycle, previous = plan_lifecycle(warehouse, snapshot_id, cluster, cfg)
+        counts = lifecycle.as_dict()["counts"]
+        log.info("cluster %s, snapshot %s: %d firing (%d started now), %d pending, %d resolved, %d healed while "
+                 "pending", cluster, snapshot_id, counts["firing"], counts["triggered"], counts["pending"],
+                 counts["resolved"], counts["healed_while_pending"])
+        deliveries = deliver(warehouse, snapshot_id, cfg, verdict, lifecycle, run_url=run_url)
+        return record_alerts(warehouse, lifecycle, previous, deliveries)
 
 
-def url_origin(url: str) -> str:
-    """``scheme://host[:port]`` of a URL: what a log may show of it."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+def _route_entries(entries: Sequence[dict[str, Any]], route: AlertRoute, cfg: AuditConfig) -> list[dict[str, Any]]:
+    return [entry for entry in entries if route.takes(entry.get("severity"), tuple(cfg.gate.gating_severities))]
 
 
-def url_secrets(url: str) -> list[str]:
-    """What no log may show of a webhook URL: the URL, what follows its origin (the token), any password."""
-    parts = urlsplit(url)
-    after_origin = urlunsplit(("", "", parts.path, parts.query, parts.fragment))
-    return [part for part in (url, after_origin, parts.path, parts.password) if len(part or "") > 1]
+def deliver(warehouse: Warehouse, snapshot_id: str, cfg: AuditConfig, verdict: dict[str, Any] | None,
+            lifecycle: Lifecycle, *, run_url: str | None = None) -> list[dict[str, Any]]:
+    """Send what each route of ``cfg`` has to be told; one record per message or event with its outcome."""
+    routes = cfg.alert_routes()
+    if not routes:
+        log.info("snapshot %s: no alert route (alerts.email_to, alerts.webhook_conn_id and alerts.routes are empty)",
+                 snapshot_id)
+    deliveries: list[dict[str, Any]] = []
+    for index, route in enumerate(routes):
+        triggered = _route_entries(lifecycle.triggered, route, cfg)
+        resolved = _route_entries(lifecycle.resolved, route, cfg)
+        if route.email_to or route.webhook_conn_id or route.slack_conn_id:
+            alert = build_alert(warehouse, snapshot_id, cfg, verdict, lifecycle, route=route, run_url=run_url)
+            if alert is not None:
+                log.info("audit alert for snapshot %s: %s", snapshot_id, alert.subject)
+                keys = {"triggers": [e["key"] for e in triggered], "resolves": [e["key"] for e in resolved]}
+                for channel, target, send in _digest_channels(alert, route, cfg):
+                    deliveries.append({"route": index, "channel": channel, "target": target, **keys, "ok": send()})
+        for channel, conn_id in (("pagerduty", route.pagerduty_conn_id), ("opsgenie", route.opsgenie_conn_id)):
+            if not conn_id:
+                continue
+            for action, entries in (("trigger", triggered), ("resolve", resolved)):
+                for entry in entries:
+                    ok = _send_event(channel, conn_id, action, entry, lifecycle.cluster, run_url)
+                    deliveries.append({"route": index, "channel": channel, "target": conn_id,
+                                       "triggers": [entry["key"]] if action == "trigger" else [],
+                                       "resolves": [entry["key"]] if action == "resolve" else [], "ok": ok})
+    return deliveries
 
 
-class _RedactSecrets(logging.Filter):
-    """Rewrites a record's message with the secrets replaced by ``***``."""
-
-    def __init__(self, secrets: Iterable[str | None]) -> None:
-        super().__init__()
-        self.secrets = [s for s in secrets if s]
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        redacted = redact(message, self.secrets)
-        if redacted != message:
-            record.msg, record.args = redacted, ()
-        return True
+def _digest_channels(alert: Alert, route: AlertRoute, cfg: AuditConfig) -> list[tuple[str, str, Any]]:
+    found: list[tuple[str, str, Any]] = []
+    if route.email_to:
+        found.append(("email", ", ".join(route.email_to),
+                      lambda: channels.send_email(alert, route.email_to, cfg.alerts.smtp_conn_id)))
+    if route.webhook_conn_id:
+        found.append(("webhook", route.webhook_conn_id, lambda: channels.send_webhook(alert, route.webhook_conn_id)))
+    if route.slack_conn_id:
+        found.append(("slack", route.slack_conn_id, lambda: channels.send_slack(alert, route.slack_conn_id)))
+    return found
 
 
-@contextmanager
-def _redacted_http_logs(secrets: Iterable[str | None]) -> Iterator[None]:
-    """While the POST runs, the hook's and urllib3's log lines go out with the secrets redacted."""
-    redacting = _RedactSecrets(secrets)
-    loggers = [logging.getLogger(name) for name in HTTP_LOGGERS]
-    for logger in loggers:
-        logger.addFilter(redacting)
-    try:
-        yield
-    finally:
-        for logger in loggers:
-            logger.removeFilter(redacting)
+def _send_event(channel: str, conn_id: str, action: str, entry: Mapping[str, Any], cluster: str,
+                run_url: str | None) -> bool:
+    """One finding's trigger or resolve to PagerDuty or Opsgenie."""
+    subject = describe_subject(dict(entry))
+    title = f"[{cluster}] {entry.get('check_id')}{' ' + subject if subject else ''}"
+    if action == "resolve":
+        title = f"{title}: resolved"
+    details = {name: entry.get(name) for name in DETAIL_FIELDS if entry.get(name) is not None}
+    details["cluster"] = cluster
+    if channel == "pagerduty":
+        web = run_url and run_url.startswith(("http://", "https://"))
+        links = [{"href": run_url, "text": "Airflow"}] if web else None
+        return channels.send_pagerduty(conn_id, action, entry["key"], summary=f"{title}: {entry.get('detail')}",
+                                       severity=str(entry.get("severity")), component=str(entry.get("check_id")),
+                                       group=cluster, details=details, links=links)
+    return channels.send_opsgenie(conn_id, action, entry["key"], message=title, severity=str(entry.get("severity")),
+                                  description=f"{entry.get('detail')} (at {entry.get('path')})", entity=cluster,
+                                  details={k: str(v) for k, v in details.items()},
+                                  tags=("kafka-zk-audit", cluster, str(entry.get("check_id"))))
 
 
 class AuditAlertNotifier(BaseNotifier):
-    """Alert on a failed gate: e-mail and webhook, only for new gating findings by default.
+    """The alerts of a run as a notifier: :func:`send_run_alerts` with the gate's verdict from its XCom.
 
     :param warehouse: the warehouse root (templated).
     :param snapshot_id: the run's snapshots: a list, e.g. the snapshot task's output, or one id (templated).
     :param audit_config: path of the audit settings file; empty or None: the packaged defaults (templated).
-    :param verdict_task_id: the task whose XCom ``verdict`` to read; None: the task this callback runs for.
+    :param verdict_task_id: the task whose XCom ``verdict`` to read (default ``gate``).
     """
 
     template_fields: Sequence[str] = ("warehouse", "snapshot_id", "audit_config")
 
     def __init__(self, warehouse: str, snapshot_id: Sequence[str] | str | None, audit_config: str | None = None, *,
-                 verdict_task_id: str | None = None) -> None:
+                 verdict_task_id: str = "gate") -> None:
         super().__init__()
         self.warehouse = warehouse
         self.snapshot_id = snapshot_id
@@ -122,110 +173,32 @@ class AuditAlertNotifier(BaseNotifier):
         self.verdict_task_id = verdict_task_id
 
     def notify(self, context: Any) -> None:
-        """Build each red cluster's alert and deliver it through that cluster's routes; never raises."""
-        snapshot_ids = snapshot_id_list(self.snapshot_id)
-        if not snapshot_ids:
-            log.error("audit alert not sent: no snapshot id (the snapshot task pushed none)")
-            return
-        verdict = self._verdict(context)
-        for snapshot_id in snapshot_ids:
-            part = snapshot_verdict(verdict, snapshot_id)
-            if part is not None and part.get("success"):
-                log.info("snapshot %s: the gate passed; no alert", snapshot_id)
-                continue
-            try:
-                cfg = load_config(self.audit_config or None)
-                cluster = Warehouse(self.warehouse).read_json(Warehouse(self.warehouse).manifest_path(snapshot_id)
-                                                              ).get("cluster")
-                cfg = cfg.for_cluster(cluster) if cluster else cfg
-                alert = build_alert(self.warehouse, snapshot_id, cfg, part, run_url=self._run_url(context))
-            except Exception as error:  # an alert problem must not change the audit result
-                log.error("audit alert for snapshot %s not sent: it could not be built: %s: %s",
-                          snapshot_id, type(error).__name__, error)
-                continue
-            if alert is None:
-                continue
-            log.info("audit alert for snapshot %s: %s", snapshot_id, alert.subject)
-            self.send_email(alert, cfg)
-            self.send_webhook(alert, cfg)
-
-    def _verdict(self, context: Any) -> dict[str, Any] | None:
+        """Send the run's alerts; never raises."""
         ti = context.get("ti") if hasattr(context, "get") else None
-        if ti is None:
-            log.warning("no task instance in the callback context; alerting without the gate verdict")
-            return None
-        task_id = self.verdict_task_id or ti.task_id
+        verdict = None
         try:
-            verdict = ti.xcom_pull(task_ids=task_id, key="verdict")
+            verdict = ti.xcom_pull(task_ids=self.verdict_task_id, key="verdict") if ti is not None else None
         except Exception as error:
-            log.warning("could not read the verdict of task %s: %s", task_id, error)
-            return None
-        return verdict if isinstance(verdict, dict) else None
-
-    @staticmethod
-    def _run_url(context: Any) -> str | None:
-        ti = context.get("ti") if hasattr(context, "get") else None
+            log.warning("could not read the verdict of task %s: %s", self.verdict_task_id, error)
         try:
             url = getattr(ti, "log_url", None)
         except Exception:  # a link is optional
-            return None
-        return url if isinstance(url, str) else None
+            url = None
+        send_run_alerts(self.warehouse, self.snapshot_id, self.audit_config,
+                        verdict if isinstance(verdict, dict) else None, run_url=url if isinstance(url, str) else None)
 
     @staticmethod
     def send_email(alert: Alert, cfg: AuditConfig) -> bool:
-        """Send the HTML e-mail to ``alerts.email_to``; True when delivered. Failures are logged."""
-        recipients = list(cfg.alerts.email_to)
-        conn_id = cfg.alerts.smtp_conn_id
-        if not recipients:
+        """Send the alert to ``alerts.email_to`` through ``alerts.smtp_conn_id``; True when delivered."""
+        if not cfg.alerts.email_to:
             log.info("audit alert e-mail skipped: alerts.email_to is empty")
             return False
-        hook = None
-        try:
-            from airflow.providers.smtp.hooks.smtp import SmtpHook
-
-            hook = SmtpHook(smtp_conn_id=conn_id)
-            with hook:
-                hook.send_email_smtp(to=recipients, subject=alert.subject, html_content=alert.html)
-        except Exception as error:  # delivery problems are reported, never raised
-            connection = hook.smtp_connection if hook else None
-            secrets = (connection.password,) if connection else ()
-            log.error("audit alert e-mail NOT delivered (SMTP connection %s): %s: %s", conn_id,
-                      type(error).__name__, redact(str(error), secrets))
-            return False
-        log.info("audit alert e-mail sent to %s through SMTP connection %s", ", ".join(recipients), conn_id)
-        return True
+        return channels.send_email(alert, cfg.alerts.email_to, cfg.alerts.smtp_conn_id)
 
     @staticmethod
     def send_webhook(alert: Alert, cfg: AuditConfig) -> bool:
-        """POST the JSON payload through ``alerts.webhook_conn_id``; True when accepted (status < 400), else logged."""
-        conn_id = cfg.alerts.webhook_conn_id
-        if not conn_id:
+        """POST the alert through ``alerts.webhook_conn_id``; True when accepted."""
+        if not cfg.alerts.webhook_conn_id:
             log.info("audit alert webhook skipped: alerts.webhook_conn_id is not set")
             return False
-        origin = None
-        secrets: list[str | None] = []
-        try:
-            from airflow.providers.http.hooks.http import HttpHook  # here: the DAG file is parsed without it
-
-            hook = HttpHook(method="POST", http_conn_id=conn_id)
-            hook._log = logging.getLogger(HTTP_LOGGERS[0])  # a stdlib logger, so its lines can be redacted
-            url = hook.url_from_endpoint(None)
-            secrets = [hook.get_connection(conn_id).password, *url_secrets(url)]
-            _mask(*secrets)
-            origin = url_origin(url)
-            with _redacted_http_logs(secrets):
-                response = hook.run(json=alert.payload, headers={"User-Agent": "kafka-zk-audit"},
-                                    extra_options={"timeout": WEBHOOK_TIMEOUT_SECONDS, "check_response": False})
-        except Exception as error:  # delivery problems are reported, never raised
-            log.error("audit alert webhook NOT delivered (connection %s%s): %s: %s", conn_id,
-                      f", {origin}" if origin else "", type(error).__name__, redact(str(error), secrets))
-            return False
-        if not response.ok:
-            body = response.text[:RESPONSE_BODY_CHARS].strip()
-            log.error("audit alert webhook NOT delivered (connection %s, %s): HTTP %s %s%s", conn_id, origin,
-                      response.status_code, redact(response.reason or "", secrets),
-                      f": {redact(body, secrets)}" if body else "")
-            return False
-        log.info("audit alert webhook accepted by %s (connection %s): HTTP %s", origin, conn_id,
-                 response.status_code)
-        return True
+        return channels.send_webhook(alert, cfg.alerts.webhook_conn_id)

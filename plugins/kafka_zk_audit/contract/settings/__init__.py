@@ -19,6 +19,7 @@ from kafka_zk_audit.contract.settings.loader import (
 )
 from kafka_zk_audit.contract.settings.models import (
     CLUSTER_OVERRIDABLE,
+    AlertRoute,
     AlertsConfig,
     ClusterConfig,
     DriftConfig,
@@ -38,6 +39,7 @@ __all__ = [
     "CLUSTER_OVERRIDABLE",
     "DEFAULT_CONFIG_RESOURCE",
     "DEFAULT_SOURCE",
+    "AlertRoute",
     "AlertsConfig",
     "AuditConfig",
     "ClusterConfig",

@@ -87,8 +87,16 @@ class AuditConfig(BaseModel):
         """True when findings of this severity fail the gate."""
         return severity in self.gate.gating_severities
 
+    def alert_routes(self) -> tuple[models.AlertRoute, ...]:
+        """Every route of the alerts: the one of ``alerts.email_to`` and ``alerts.webhook_conn_id`` (for the gating
+        severities) when they name a channel, then ``alerts.routes``."""
+        alerts = self.alerts
+        first = (models.AlertRoute(email_to=alerts.email_to, webhook_conn_id=alerts.webhook_conn_id),) if (
+            alerts.email_to or alerts.webhook_conn_id) else ()
+        return (*first, *alerts.routes)
 
-_CUSTOM_KINDS = frozenset({"duration", "check_id", "severity", "target_version"})
+
+_CUSTOM_KINDS = frozenset({"duration", "check_id", "severity", "target_version", "route"})
 # what a key must look like, for pydantic's own error types (the custom ones above carry their own text)
 _ALLOWED_BY_TYPE = {
     "bool_type": "; write true or false",
@@ -107,6 +115,8 @@ _LIST_HINTS = {
     "suppressions": "a list of entries with check_id and reason",
     "email_to": "a list of e-mail addresses",
     "gating_severities": f"a list of severities such as [critical, error] (from {', '.join(SEVERITIES)})",
+    "severities": f"a list of severities such as [critical] (from {', '.join(SEVERITIES)})",
+    "routes": "a list of routes, each with severities and at least one channel",
 }
 _SECTIONS: dict[str, type[BaseModel]] = {
     "": AuditConfig,
@@ -114,6 +124,7 @@ _SECTIONS: dict[str, type[BaseModel]] = {
     "notification_backlog": models.NotificationBacklogConfig,
     "suppressions": models.Suppression,
     "alerts": models.AlertsConfig,
+    "alerts.routes": models.AlertRoute,
     "gate": models.GateConfig,
     "clusters": models.ClusterConfig,
     "clusters.files": models.FilesConfig,
@@ -180,7 +191,7 @@ def _describe(error: ErrorDetails) -> tuple[KeyPath, str]:
     key, kind, value = _dotted(path), error["type"], error.get("input")
     if kind == "extra_forbidden":
         parent = f"under '{_dotted(path[:-1])}'" if path[:-1] else "at the top level"
-        known = ", ".join(sorted(_section_of(path).model_fields))
+        known = ", ".join(sorted(field.alias or name for name, field in _section_of(path).model_fields.items()))
         return path, f"unknown key '{key}'; the keys {parent} are {known}. Fix the spelling or remove it."
     if kind == "missing":
         return path, f"'{key}' is missing; {_MISSING_HINTS.get(str(path[-1]), 'add it')}"

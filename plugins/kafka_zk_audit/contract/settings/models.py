@@ -21,6 +21,7 @@ from pydantic import (
     StrictInt,
     StrictStr,
     create_model,
+    model_validator,
 )
 from pydantic_core import PydanticCustomError
 
@@ -65,6 +66,10 @@ def _none_as_empty(value: Any) -> Any:
     return () if value is None else value
 
 
+def _none_as_dict(value: Any) -> Any:
+    return {} if value is None else value
+
+
 def _one_or_many(value: Any) -> Any:
     return (value,) if isinstance(value, str) else _none_as_empty(value)
 
@@ -106,14 +111,63 @@ class Suppression(_Section):
     broker_id: Annotated[StrictInt, Field(ge=-1)] | None = None
 
 
+DEFAULT_FOR = "default"  # the key of ``alerts.for`` that applies to every check not listed
+
+
+def _validate_for_key(value: Any) -> str:
+    if value != DEFAULT_FOR and value not in CHECK_IDS:
+        raise PydanticCustomError(
+            "check_id", ", which is not a check id; use 'default' or one of the catalogue ids ({ids})",
+            {"ids": ", ".join(CHECK_IDS)})
+    return value
+
+
+ForKey = Annotated[str, BeforeValidator(_validate_for_key)]
+Recipients = Annotated[tuple[Text, ...], BeforeValidator(_one_or_many)]
+ROUTE_CHANNELS = ("email_to", "webhook_conn_id", "slack_conn_id", "pagerduty_conn_id", "opsgenie_conn_id")
+
+
+class AlertRoute(_Section):
+    """Where the alerts of findings of some severities go: any of e-mail, a webhook, Slack, PagerDuty, Opsgenie.
+
+    ``severities`` empty: the gating severities. E-mail goes through ``alerts.smtp_conn_id``.
+    """
+
+    severities: Annotated[tuple[Severity, ...], BeforeValidator(_none_as_empty)] = ()
+    email_to: Recipients = ()
+    webhook_conn_id: Text | None = None
+    slack_conn_id: Text | None = None
+    pagerduty_conn_id: Text | None = None
+    opsgenie_conn_id: Text | None = None
+
+    @model_validator(mode="after")
+    def _has_a_channel(self) -> AlertRoute:
+        if not any(getattr(self, channel) for channel in ROUTE_CHANNELS):
+            raise PydanticCustomError("route", "; a route needs at least one of {channels}",
+                                      {"channels": ", ".join(ROUTE_CHANNELS)})
+        return self
+
+    def takes(self, severity: str | None, gating: tuple[str, ...]) -> bool:
+        """Whether findings of this severity go this way."""
+        return severity in (self.severities or gating)
+
+
 class AlertsConfig(_Section):
-    """Settings the alert task reads."""
+    """Settings the alerts read: when a finding fires (``for``), where its trigger and resolve go, what they say."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     only_new: StrictBool
-    email_to: Annotated[tuple[Text, ...], BeforeValidator(_one_or_many)]
+    email_to: Recipients
     smtp_conn_id: Text
     webhook_conn_id: Text | None
     top_offenders: Count
+    for_: Annotated[dict[ForKey, Duration], BeforeValidator(_none_as_dict)] = Field(default_factory=dict, alias="for")
+    routes: Annotated[tuple[AlertRoute, ...], BeforeValidator(_none_as_empty)] = ()
+
+    def pending_for(self, check_id: str) -> timedelta:
+        """How long a finding of this check must persist before it fires (``for``: the check's, else ``default``)."""
+        return self.for_.get(check_id, self.for_.get(DEFAULT_FOR, timedelta(0)))
 
 
 class GateConfig(_Section):
