@@ -162,6 +162,7 @@ def test_failed_deliveries_are_logged_without_secrets_and_sent_again(warehouse: 
     assert [(d["channel"], d["ok"]) for d in record["deliveries"]] == [
         ("slack", False), ("pagerduty", False), ("opsgenie", False)]
     assert record["retry_next_run"]["triggers"] == [key_of(OFFLINE)]
+    assert len([p for p in pagerduty_server.posts if p["path"].startswith("/reject")]) == 1
     logs = all_logs(caplog)
     assert "audit alert Slack message NOT delivered (connection slack_test): AirflowException" in logs
     assert f"PagerDuty trigger of {key_of(OFFLINE)} NOT delivered (connection pagerduty_test)" in logs
@@ -175,3 +176,19 @@ def test_failed_deliveries_are_logged_without_secrets_and_sent_again(warehouse: 
     notify(warehouse, S3, good, failed_verdict(warehouse))  # the next run sends the trigger again
     events = [p["json"] for p in pagerduty_server.posts[sent:] if p["path"] == "/pagerduty/v2/enqueue"]
     assert [(e["event_action"], e["dedup_key"]) for e in events] == [("trigger", key_of(OFFLINE))]
+
+
+def test_a_channel_that_fails_is_not_tried_again_for_the_other_findings_of_the_run(warehouse, webhook_server,
+                                                                                    pagerduty_server, tmp_path,
+                                                                                    monkeypatch, caplog):
+    caplog.set_level(logging.INFO)
+    config = route_everything(tmp_path, monkeypatch, webhook_server, pagerduty_server, base="/reject")
+    notify(warehouse, S2, config, failed_verdict(warehouse))  # four findings start firing; every service says 400
+    record = read_alerts(warehouse, S2)
+    events = [d for d in record["deliveries"] if d["channel"] in ("pagerduty", "opsgenie")]
+    assert len(events) == 8 and not any(d["ok"] for d in events)
+    assert len([p for p in pagerduty_server.posts if p["path"] == "/reject/pagerduty/v2/enqueue"]) == 1
+    assert len([p for p in webhook_server.posts if p["path"] == "/reject/opsgenie/v2/alerts"]) == 1
+    assert "pagerduty (connection pagerduty_test) failed: its other events of snapshot" in all_logs(caplog)
+    assert sorted(record["retry_next_run"]["triggers"]) == sorted(key_of(f) for f in (OFFLINE, UNDER, NOT_IN_ISR,
+                                                                                      OWNER))

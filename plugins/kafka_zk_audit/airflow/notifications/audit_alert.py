@@ -11,7 +11,8 @@ severities:
   (started firing, resolved, the findings per check and the top offenders), when something started firing or
   resolved (or, with ``alerts.only_new: false``, while something fires or the gate fails);
 * PagerDuty and Opsgenie: one event per finding that started firing (trigger / create) or resolved (resolve /
-  close), keyed by the finding's dedup key.
+  close), keyed by the finding's dedup key. After a channel's first failed event, its other events of the
+  snapshot are not tried (a service that is down costs one timeout per run, not one per finding).
 
 Then the state and ``runs/<id>/alerts.json`` are written (:mod:`kafka_zk_audit.report.alert_state`). A snapshot
 whose alerts were sent already (a retried task) is not sent again. Nothing here raises: a failed delivery is logged,
@@ -98,6 +99,7 @@ def deliver(warehouse: Warehouse, snapshot_id: str, cfg: AuditConfig, verdict: d
         log.info("snapshot %s: no alert route (alerts.email_to, alerts.webhook_conn_id and alerts.routes are empty)",
                  snapshot_id)
     deliveries: list[dict[str, Any]] = []
+    down: set[tuple[str, str]] = set()
     for index, route in enumerate(routes):
         triggered = _route_entries(lifecycle.triggered, route, cfg)
         resolved = _route_entries(lifecycle.resolved, route, cfg)
@@ -113,7 +115,14 @@ def deliver(warehouse: Warehouse, snapshot_id: str, cfg: AuditConfig, verdict: d
                 continue
             for action, entries in (("trigger", triggered), ("resolve", resolved)):
                 for entry in entries:
-                    ok = _send_event(channel, conn_id, action, entry, lifecycle.cluster, run_url)
+                    if (channel, conn_id) in down:  # one failure per channel and run: the rest waits for the next
+                        ok = False
+                    else:
+                        ok = _send_event(channel, conn_id, action, entry, lifecycle.cluster, run_url)
+                        if not ok:
+                            down.add((channel, conn_id))
+                            log.error("%s (connection %s) failed: its other events of snapshot %s are not tried now; "
+                                      "they are sent at the next run", channel, conn_id, snapshot_id)
                     deliveries.append({"route": index, "channel": channel, "target": conn_id,
                                        "triggers": [entry["key"]] if action == "trigger" else [],
                                        "resolves": [entry["key"]] if action == "resolve" else [], "ok": ok})

@@ -35,6 +35,7 @@ from kafka_zk_audit.report.alert import Alert
 log = logging.getLogger(__name__)
 
 TIMEOUT_SECONDS = 10
+OPSGENIE_RETRIES = 2
 RESPONSE_BODY_CHARS = 200
 REDACTED = "***"
 PAGERDUTY_EVENTS_URL = "https://events.pagerduty.com"
@@ -226,6 +227,8 @@ def send_opsgenie(conn_id: str, action: str, key: str, *, message: str = "", sev
         from airflow.providers.opsgenie.hooks.opsgenie import OpsgenieAlertHook
 
         hook = OpsgenieAlertHook(opsgenie_conn_id=conn_id)
+        configuration = hook.get_conn().api_client.configuration  # the client retries 5xx for up to a minute
+        configuration.retry_count, configuration.retry_max_delay = OPSGENIE_RETRIES, TIMEOUT_SECONDS
         secrets = _connection_secrets(hook, conn_id)
         with redacted_http_logs(secrets):
             if action == "trigger":
