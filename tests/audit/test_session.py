@@ -135,3 +135,39 @@ def test_small_inputs_skip_code_generation_and_large_ones_keep_it(spark):
     finally:
         for key, value in before.items():
             spark.conf.set(key, value)
+
+
+def commands_sent(spark, action) -> list[str]:
+    """The py4j commands (their first two lines: kind and sub-kind or target) ``action`` sends to the driver JVM."""
+    client = spark.sparkContext._gateway._gateway_client
+    sent: list[str] = []
+    original = client.send_command
+
+    def recording(command, *args, **kwargs):
+        sent.append(" ".join(command.split("\n")[:2]))
+        return original(command, *args, **kwargs)
+
+    client.send_command = recording
+    try:
+        action()
+    finally:
+        del client.send_command
+    return sent
+
+
+def test_a_column_expression_costs_one_call_to_the_jvm_not_a_class_lookup_each_time(spark):
+    from pyspark.sql import functions as F
+
+    from kafka_zk_audit.audit.jvm_handles import KEPT_CLASSES
+
+    F.col("warm"), F.lit(0), F.concat_ws("/", F.col("a"))  # each function's first use looks its method up once
+    sent = commands_sent(spark, lambda: (F.col("a"), F.lit(1), F.concat_ws("/", F.col("b"), F.lit("c"))))
+    assert sent and not [c for c in sent if c.startswith("r ")], sent  # no reflection (class or method lookup)
+    assert sent.count("c z:org.apache.spark.sql.functions") == 5, sent  # one call per function
+    # the handles answer the same as py4j's own lookups, under every name PySpark uses
+    view = spark.sparkContext._jvm
+    for full_name, short_names in KEPT_CLASSES.items():
+        assert all(getattr(view, name) is view.__dict__[full_name] for name in short_names), full_name
+    assert view.functions.col("x").toString() == "x"
+    frame = spark.createDataFrame([(1, "a")], ["n", "s"]).select(F.concat_ws("-", "s", F.col("n").cast("string")))
+    assert frame.collect()[0][0] == "a-1"

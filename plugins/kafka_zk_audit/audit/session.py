@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kafka_zk_audit.audit.jvm_handles import keep_jvm_handles
+
 if TYPE_CHECKING:  # pyspark is imported where a session is made: the DAG file imports submit_conf without it
     from pyspark.sql import SparkSession
 
@@ -209,6 +211,7 @@ def get_spark(app_name: str, master: str | None = None, shuffle_partitions: int 
             builder = builder.config("spark.driver.memory", driver_memory)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    keep_jvm_handles(spark)
     return spark
 
 
