@@ -12,6 +12,7 @@ import pytest
 
 from kafka_zk_audit.cli.runner import first_failed_task
 from kafka_zk_audit_testing.zk_server import free_port
+from tests.cli.in_process import Ran, run_main
 
 CLI = str(Path(sys.executable).parent / "kafka-zk-audit")
 
@@ -27,21 +28,24 @@ def cli_env(tmp_path) -> dict[str, str]:
     return env
 
 
-def test_usage_and_connection_errors_exit_2(cli_env, tmp_path):
+def test_usage_and_connection_errors_exit_2(cli_env, tmp_path, capsys, monkeypatch):
+    def run(args: list[str], env: dict[str, str] | None = None) -> Ran:
+        return run_main(args, capsys, monkeypatch, {"AIRFLOW_HOME": cli_env["AIRFLOW_HOME"], **(env or {})})
+
     usage = cli(["run"], cli_env)
     assert usage.returncode == 2 and "--zk" in usage.stderr
-    bad = cli(["run", "--zk", "no-port-here"], cli_env)
+    bad = run(["run", "--zk", "no-port-here"])
     assert bad.returncode == 2 and "HOST:PORT" in bad.stderr
     port = free_port()  # nothing listens there
-    down = cli(["run", "--zk", f"127.0.0.1:{port}", "--warehouse", str(tmp_path / "wh")], cli_env)
+    down = run(["run", "--zk", f"127.0.0.1:{port}", "--warehouse", str(tmp_path / "wh")])
     assert down.returncode == 2, down.stderr
     assert f"cannot reach ZooKeeper at 127.0.0.1:{port}" in down.stderr and "ensemble is up" in down.stderr
-    bad_auth = cli(["run", "--zk", f"127.0.0.1:{free_port()}"], {**cli_env, "KAFKA_ZK_AUDIT_ZK_AUTH": "oops"})
+    bad_auth = run(["run", "--zk", f"127.0.0.1:{free_port()}"], {"KAFKA_ZK_AUDIT_ZK_AUTH": "oops"})
     assert bad_auth.returncode == 2 and "digest:USER:PASSWORD" in bad_auth.stderr
     assert not Path(cli_env["AIRFLOW_HOME"]).exists()  # no Airflow was started for any of these
 
 
-def test_bad_settings_file_exits_2_naming_key_and_line_before_airflow_starts(cli_env, tmp_path):
+def test_bad_settings_file_exits_2_naming_key_and_line_before_airflow_starts(cli_env, tmp_path, capsys, monkeypatch):
     settings = tmp_path / "audit.yaml"
     settings.write_text("# my overrides\nsla:\n  reassignment: 6h\n  preferred_election: soon\n"
                         "severity_overrides:\n  leader_in_isr: warning\n")
@@ -52,7 +56,8 @@ def test_bad_settings_file_exits_2_naming_key_and_line_before_airflow_starts(cli
     assert f"{settings}, line 6: 'severity_overrides.leader_in_isr'" in result.stderr
     assert "not a check id" in result.stderr and "cannot reach ZooKeeper" not in result.stderr
     assert "Airflow log:" not in result.stderr and not Path(cli_env["AIRFLOW_HOME"]).exists()
-    missing = cli(["run", "--zk", f"127.0.0.1:{free_port()}", "--config", str(tmp_path / "nope.yaml")], cli_env)
+    missing = run_main(["run", "--zk", f"127.0.0.1:{free_port()}", "--config", str(tmp_path / "nope.yaml")], capsys,
+                       monkeypatch, {"AIRFLOW_HOME": cli_env["AIRFLOW_HOME"]})
     assert missing.returncode == 2 and "nope.yaml: cannot read it" in missing.stderr
 
 

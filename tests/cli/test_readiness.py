@@ -14,6 +14,7 @@ from kazoo.client import KazooClient
 
 from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
 from kafka_zk_audit_testing.zk_server import free_port
+from tests.cli.in_process import run_main
 
 CLI = str(Path(sys.executable).parent / "kafka-zk-audit")
 SPEC = ClusterSpec(era="3.x", brokers=3, racks=1, topics=3, partitions=2, replication_factor=2,
@@ -87,13 +88,14 @@ def test_readiness_keeps_the_zookeeper_password_out_of_every_output(blocked_run)
     assert PASSWORD.encode() not in written
 
 
-def test_readiness_usage_errors_exit_2_before_anything_starts(zk_server, tmp_path):
+def test_readiness_usage_errors_exit_2_before_anything_starts(zk_server, tmp_path, capsys, monkeypatch):
     bad_target = cli(["readiness", "--zk", zk_server.hosts, "--target", "4.0", "--warehouse", str(tmp_path / "wh")])
     assert bad_target.returncode == 2, bad_target.stderr
     assert "--target: target version '4.0' is not a Kafka release" in bad_target.stderr and bad_target.stdout == ""
     port = free_port()
-    down = cli(["readiness", "--zk", f"127.0.0.1:{port}", "--warehouse", str(tmp_path / "wh")])
+    down = run_main(["readiness", "--zk", f"127.0.0.1:{port}", "--warehouse", str(tmp_path / "wh")], capsys,
+                    monkeypatch)
     assert down.returncode == 2 and f"cannot reach ZooKeeper at 127.0.0.1:{port}" in down.stderr
     assert not (tmp_path / "wh").exists()
-    neither = cli(["readiness", "--target", "3.9"])
+    neither = run_main(["readiness", "--target", "3.9"], capsys, monkeypatch)
     assert neither.returncode == 2 and "--zk" in neither.stderr

@@ -15,6 +15,7 @@ from kazoo.client import KazooClient
 
 from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
 from kafka_zk_audit_testing.zk_server import free_port
+from tests.cli.in_process import Ran, run_main
 
 CLI = str(Path(sys.executable).parent / "kafka-zk-audit")
 SPEC = ClusterSpec(era="2.x", brokers=3, racks=1, topics=3, partitions=3, replication_factor=2,
@@ -110,29 +111,32 @@ def test_snapshot_through_an_airflow_connection_keeps_its_password_out_of_every_
     assert PASSWORD.encode() not in written
 
 
-def test_usage_and_connection_errors_exit_2_before_anything_starts(tmp_path):
+def test_usage_and_connection_errors_exit_2_before_anything_starts(tmp_path, capsys, monkeypatch):
+    def run(args: list[str]) -> Ran:
+        return run_main(args, capsys, monkeypatch)
+
     port = free_port()  # nothing listens there
     down = cli(["snapshot", "--zk", f"127.0.0.1:{port}", "--warehouse", str(tmp_path / "wh")])
     assert down.returncode == 2, down.stderr
     assert f"cannot reach ZooKeeper at 127.0.0.1:{port}" in down.stderr and down.stdout == ""
     assert not (tmp_path / "wh").exists()
-    malformed = cli(["snapshot", "--zk", "no-port-here"])
+    malformed = run(["snapshot", "--zk", "no-port-here"])
     assert malformed.returncode == 2 and "HOST:PORT" in malformed.stderr
     airflow_home = {**{k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")},
                     "AIRFLOW_HOME": str(tmp_path / "airflow")}
     no_conn = cli(["snapshot", "--conn-id", "no_such_connection_here"], airflow_home)
     assert no_conn.returncode == 2 and "no Airflow connection 'no_such_connection_here'" in no_conn.stderr
-    neither = cli(["snapshot"])
+    neither = run(["snapshot"])
     assert neither.returncode == 2 and "--zk" in neither.stderr
-    missing = cli(["audit", "--snapshot-id", "20260101T000000Z-default", "--warehouse", str(tmp_path / "wh")])
+    missing = run(["audit", "--snapshot-id", "20260101T000000Z-default", "--warehouse", str(tmp_path / "wh")])
     assert missing.returncode == 2 and "has no manifest" in missing.stderr
-    bad_id = cli(["audit", "--snapshot-id", "../etc", "--warehouse", str(tmp_path / "wh")])
+    bad_id = run(["audit", "--snapshot-id", "../etc", "--warehouse", str(tmp_path / "wh")])
     assert bad_id.returncode == 2 and "is not YYYYMMDDTHHMMSSZ" in bad_id.stderr
     settings = tmp_path / "audit.yaml"
     settings.write_text("sla:\n  reassignment: soon\n")
-    bad_settings = cli(["reaudit", "--config", str(settings), "--warehouse", str(tmp_path / "wh")])
+    bad_settings = run(["reaudit", "--config", str(settings), "--warehouse", str(tmp_path / "wh")])
     assert bad_settings.returncode == 2 and "'sla.reassignment' is 'soon'" in bad_settings.stderr
-    nothing = cli(["reaudit", "--warehouse", str(tmp_path / "wh")])
+    nothing = run(["reaudit", "--warehouse", str(tmp_path / "wh")])
     assert nothing.returncode == 2 and "no stored snapshot" in nothing.stderr
-    bad_since = cli(["reaudit", "--since", "last tuesday", "--warehouse", str(tmp_path / "wh")])
+    bad_since = run(["reaudit", "--since", "last tuesday", "--warehouse", str(tmp_path / "wh")])
     assert bad_since.returncode == 2 and "neither a date" in bad_since.stderr
