@@ -134,9 +134,8 @@ def installed_env(installed: Path, tmp: Path, zk_hosts: str, chroot: str) -> dic
         "PYSPARK_PYTHON": str(python),
         "PYSPARK_DRIVER_PYTHON": str(python),
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[*]"}),
-        # no class-data archive: the installed Spark's would be written for this one app as it exits (20-40 s of the
-        # run), never mapped; writing and mapping it: tests/audit/test_session.py, test_audit_spark_submit_operator.py
-        "KAFKA_ZK_AUDIT_JVM_CACHE": "off",
+        # the installed Spark's own class-data archive, in a folder of the test (not the user's cache)
+        "KAFKA_ZK_AUDIT_JVM_CACHE": str(tmp / "installed-jvm-cache"),
         "AIRFLOW_CONN_ZOOKEEPER_DEFAULT": json.dumps(
             {"conn_type": "zookeeper", "host": zk_hosts, "extra": {"chroot": chroot}}),
     })
