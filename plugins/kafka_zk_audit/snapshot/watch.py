@@ -32,6 +32,10 @@ RESYNC = "resync"
 # ZooKeeper's watcher event types (zookeeper.proto) as the kinds handed to on_change
 _KINDS = {1: "created", 2: "deleted", 3: "changed", 4: "child"}
 
+# kazoo's reconnection: forever, backing off to one attempt per 10 s (an unreachable ensemble costs one attempt and one
+# log line per 10 s, for as long as the triggerer runs)
+RECONNECT = {"max_tries": -1, "delay": 0.2, "backoff": 2, "max_delay": 10.0}
+
 OnChange = Callable[[str, str], None]
 
 
@@ -77,6 +81,7 @@ class MetadataWatch:
     def start(self) -> None:
         kwargs = self.settings.kazoo_kwargs()
         kwargs["read_only"] = False  # the watch needs a session of the quorum's (a read-only server's can lag)
+        kwargs["connection_retry"] = dict(RECONNECT)
         client = KazooClient(**kwargs)
         connection = client._connection
         original = connection._read_watch_event
