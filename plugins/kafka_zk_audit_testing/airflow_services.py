@@ -1,9 +1,10 @@
-"""A real Airflow on loopback: API server (execution API), scheduler and DAG processor, on a SQLite DB.
+"""A real Airflow on loopback: API server (execution API), scheduler, DAG processor and (optionally) triggerer, on a
+SQLite DB.
 
-What only a scheduler does (timetables, retries with their delay, mapped task instances, Asset-triggered
-runs, ``max_active_runs``) is proven against these processes. Each runs in its own process group with its
-output in ``<airflow_home>/services/<name>.log``; :meth:`AirflowServices.stop` ends them with SIGTERM (then
-SIGKILL), so no child survives a test.
+What only a scheduler does (timetables, retries with their delay, mapped task instances, Asset-triggered runs,
+``max_active_runs``, the triggerer's Asset watchers) is proven against these processes. Each runs in its own process
+group with its output in ``<airflow_home>/services/<name>.log``; :meth:`AirflowServices.stop` ends them with SIGTERM
+(then SIGKILL), so no child survives a test.
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ T = TypeVar("T")
 
 
 class AirflowServices:
-    """``airflow api-server --apps execution``, ``airflow scheduler`` and ``airflow dag-processor``."""
+    """``airflow api-server --apps execution``, ``airflow scheduler``, ``airflow dag-processor`` and, with
+    ``triggerer``, ``airflow triggerer``."""
 
-    def __init__(self, env: dict[str, str], parallelism: int = 4) -> None:
+    def __init__(self, env: dict[str, str], parallelism: int = 4, triggerer: bool = False) -> None:
+        self.triggerer = triggerer
         self.home = Path(env["AIRFLOW_HOME"])
         self.port = free_port()
         self.env = dict(env)
@@ -44,6 +47,8 @@ class AirflowServices:
             "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(32),
             "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
         })
+        if triggerer:  # its log server's port (default 8794, on every interface): a free one on loopback
+            self.env["AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT"] = str(free_port())
         self.logs = self.home / "services"
         self.processes: dict[str, subprocess.Popen] = {}
 
@@ -55,11 +60,13 @@ class AirflowServices:
                                                     start_new_session=True)
 
     def start(self, timeout_s: float = 180.0) -> AirflowServices:
-        """Start the three and wait until the API server answers; raise with its log if one dies."""
+        """Start them and wait until the API server answers; raise with its log if one dies."""
         self._start("api-server", "api-server", "--apps", "execution", "--host", "127.0.0.1",
                     "--port", str(self.port), "--workers", "1")
         self._start("dag-processor", "dag-processor")
         self._start("scheduler", "scheduler")
+        if self.triggerer:
+            self._start("triggerer", "triggerer")
         self.wait_for(self._api_answers, timeout_s, "the API server to answer")
         return self
 

@@ -18,7 +18,7 @@ from airflow.dag_processing.dagbag import DagBag
 bag = DagBag(dag_folder=sys.argv[1])
 if bag.import_errors:
     print(json.dumps({"import_errors": {k: str(v) for k, v in bag.import_errors.items()}})); sys.exit(0)
-dag = bag.dags["kafka_zk_audit"]
+dag = bag.dags[sys.argv[2]]
 def callbacks(task):
     cb = task.on_failure_callback or []
     return sorted(type(c).__name__ for c in (cb if isinstance(cb, list) else [cb]))
@@ -40,13 +40,18 @@ out = {
     "audit_conf": dag.get_task("audit").conf,
     "history_conf": dag.get_task("history").partial_kwargs.get("conf"),
     "order": [t.task_id for t in dag.topological_sort()],
+    "dags": sorted(bag.dags),
+    "watched": {a.uri.rstrip("/"): [w.trigger.serialize() for w in a.watchers]
+                for a in getattr(dag.timetable, "asset_condition", None) and dag.timetable.asset_condition.objects
+                or ()},
+    "imported": sorted(m for m in ("pyspark", "great_expectations") if m in sys.modules),
 }
 print(json.dumps(out))
 """
 REPO = Path(__file__).resolve().parents[2]
 
 
-def load_dag(tmp_path: Path, settings: str | None) -> dict:
+def load_dag(tmp_path: Path, settings: str | None, dag_id: str = "kafka_zk_audit") -> dict:
     env = airflow_env(airflow_home=tmp_path / "airflow",
                       base={k: v for k, v in os.environ.items()
                             if not k.startswith("AIRFLOW") and k != "KAFKA_ZK_AUDIT_CONFIG"})
@@ -54,7 +59,7 @@ def load_dag(tmp_path: Path, settings: str | None) -> dict:
         path = tmp_path / "settings.yaml"
         path.write_text(settings)
         env["KAFKA_ZK_AUDIT_CONFIG"] = str(path)
-    proc = subprocess.run([sys.executable, "-c", PROBE, str(REPO / "dags")], env=env, capture_output=True,
+    proc = subprocess.run([sys.executable, "-c", PROBE, str(REPO / "dags"), dag_id], env=env, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -76,6 +81,47 @@ def test_the_default_dag_runs_hourly_with_retries_timeouts_and_failure_alerts(tm
     assert any("kafka_zk_audit_clusters" in outlet for outlet in dag["outlets"])
     assert dag["audit_conf"]["spark.driver.extraJavaOptions"].split() == [
         "-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m"]
+
+
+EVENTS_SETTINGS = """
+clusters:
+  - {name: east, zk_conn_id: zk_east}
+  - {name: dr, files: {data_dir: /zk}}
+  - {name: west, zk_conn_id: zk_west}
+events: {enabled: true, quiet_period: 2s, max_delay: 20s, paths: [/brokers, /admin]}
+"""
+
+
+def test_the_event_driven_dag_watches_each_live_cluster_through_the_same_stages(tmp_path):
+    hourly = load_dag(tmp_path, EVENTS_SETTINGS)
+    events = load_dag(tmp_path, EVENTS_SETTINGS, "kafka_zk_audit_events")
+    assert events["dags"] == ["kafka_zk_audit", "kafka_zk_audit_events"]
+    assert events["order"] == hourly["order"] and events["max_active_runs"] == 1 and events["catchup"] is False
+    assert {t: (v["class"], v["upstream"], v["trigger_rule"]) for t, v in events["tasks"].items()} == {
+        t: (v["class"], v["upstream"], v["trigger_rule"]) for t, v in hourly["tasks"].items()}
+    assert hourly["watched"] == {}  # the scheduled DAG stays on its schedule
+    # the clusters read from their ensemble, not the one audited from its files
+    assert sorted(events["watched"]) == ["kafka-zk-audit-watch://east", "kafka-zk-audit-watch://west"]
+    (classpath, kwargs), = events["watched"]["kafka-zk-audit-watch://east"]
+    assert classpath == "kafka_zk_audit.airflow.triggers.metadata_changes.KafkaMetadataChangeTrigger"
+    assert (kwargs["cluster"], kwargs["zk_conn_id"], kwargs["paths"], kwargs["quiet_period_s"],
+            kwargs["max_delay_s"]) == ("east", "zk_east", ["/brokers", "/admin"], 2.0, 20.0)
+    assert events["imported"] == []  # neither pyspark nor GX at parse time, with the watches too
+    assert load_dag(tmp_path, None)["dags"] == ["kafka_zk_audit"]  # events off by default: one DAG
+
+
+def test_an_event_driven_run_audits_the_clusters_whose_events_started_it():
+    from types import SimpleNamespace
+
+    from kafka_zk_audit.airflow.dag import changed_clusters
+
+    def event(uri: str) -> SimpleNamespace:
+        return SimpleNamespace(asset=SimpleNamespace(uri=uri))
+
+    events = {"a": [event("kafka-zk-audit-watch://east/"), event("kafka-zk-audit-watch://east")],
+              "b": [event("kafka-zk-audit://west")]}
+    assert changed_clusters(events) == {"east"}
+    assert changed_clusters(None) == set()
 
 
 def test_the_history_runs_per_cluster_after_the_gate_and_never_stops_the_summary(tmp_path):

@@ -117,7 +117,7 @@ def test_empty_file_means_defaults(tmp_path: Path) -> None:
     ("raw", "message"),
     [
         ({"slas": {}},
-         r"unknown key 'slas'.*alerts, clusters, drift, fleet, gate, history, migration, notification_backlog"),
+         r"unknown key 'slas'.*alerts, clusters, drift, events, fleet, gate, history, migration, notification_backlog"),
         ({"migration": {"target_version": "4.0"}}, r"'migration.target_version' is '4.0'.*\"3.4\" to \"3.9\""),
         ({"migration": {"gate": "yes"}}, r"'migration.gate' is 'yes'; write true or false"),
         ({"sla": {"delete_topc": "1h"}}, r"unknown key 'sla.delete_topc'.*delete_topic, preferred_election"),
@@ -386,5 +386,36 @@ def test_alert_persistence_and_routes_default_to_today_and_override_per_cluster(
     ],
 )
 def test_bad_alert_settings_say_what_to_fix(raw: dict, message: str) -> None:
+    with pytest.raises(SettingsError, match=re.escape(message)):
+        parse_config(raw)
+
+
+def test_events_are_off_by_default_and_watch_the_znodes_the_checks_read(tmp_path: Path) -> None:
+    events = load_config(None).events
+    assert events.enabled is False
+    assert (events.quiet_period, events.max_delay, events.recheck_poll) == (
+        timedelta(seconds=10), timedelta(seconds=60), timedelta(seconds=30))
+    assert {"/brokers", "/admin", "/config", "/controller", "/consumers", "/isr_change_notification"} <= set(
+        events.paths)
+    assert events.ignore == ("/consumers/*/offsets/*",)
+    path = tmp_path / "events.yaml"
+    path.write_text("events:\n  enabled: true\n  quiet_period: 2s\n  max_delay: 2s\n  paths: [/brokers]\n")
+    changed = load_config(path).events
+    assert changed.enabled and changed.paths == ("/brokers",) and changed.max_delay == timedelta(seconds=2)
+    assert changed.ignore == events.ignore  # the keys not given keep their defaults
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"events": {"quiet_period": "2m", "max_delay": "1m"}},
+         "'events.max_delay' is '1m'; it must be at least quiet_period (120s)"),
+        ({"events": {"enabled": True, "paths": []}}, "'events.paths' is []; enabled events need at least one"),
+        ({"events": {"paths": ["brokers"]}}, "'events.paths[0]' is 'brokers'; a watched path is a znode path"),
+        ({"events": {"enabled": "yes"}}, "'events.enabled' is 'yes'; write true or false"),
+        ({"events": {"quiet": "1s"}}, "unknown key 'events.quiet'"),
+    ],
+)
+def test_bad_events_settings_say_what_to_fix(raw: dict, message: str) -> None:
     with pytest.raises(SettingsError, match=re.escape(message)):
         parse_config(raw)

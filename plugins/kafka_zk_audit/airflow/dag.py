@@ -18,11 +18,12 @@ whose extra carries its summary's counts. A history that fails alerts too, but n
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from importlib import resources
 from typing import Any
 
-from airflow.sdk import DAG, Asset, AssetAlias, Param, task
+from airflow.sdk import DAG, Asset, AssetAlias, AssetAny, AssetWatcher, Param, task
 from airflow.sdk.exceptions import AirflowFailException
 
 from kafka_zk_audit.airflow.notifications.task_failure import GateVerdictFailure, TaskFailureNotifier
@@ -36,6 +37,12 @@ from kafka_zk_audit.contract.settings import AuditConfig, load_config
 from kafka_zk_audit.contract.warehouse import Warehouse, default_warehouse
 
 DAG_ID = "kafka_zk_audit"
+EVENTS_DAG_ID = "kafka_zk_audit_events"
+WATCH_SCHEME = "kafka-zk-audit-watch://"
+EVENTS_DOC = """The DAG ``kafka_zk_audit_events``: the stages of ``kafka_zk_audit`` for just the clusters whose
+Kafka metadata changed. The triggerer watches every cluster (the settings' ``events``); a burst of changes,
+debounced, updates the cluster's Asset ``kafka-zk-audit-watch://<cluster>``, which starts this DAG; so does the end
+of a pending finding's ``for``. Same warehouse, history and alert state as the scheduled DAG (the safety net)."""
 CONFIG_ENV = "KAFKA_ZK_AUDIT_CONFIG"
 ASSET_ALIAS = "kafka_zk_audit_clusters"
 # spark-submit's --snapshot-ids: the one place the run's list of snapshot ids becomes text
@@ -76,42 +83,61 @@ def parse_time_settings(path: str | None = None) -> AuditConfig:
     return load_config(path or os.environ.get(CONFIG_ENV) or None)
 
 
+def _params(settings_path: str | None) -> dict[str, Param]:
+    """The params of both audit DAGs."""
+    return {
+        "zk_conn_id": Param("zookeeper_default", type="string",
+                            description="ZooKeeper connection when the settings list no clusters"),
+        "spark_conn_id": Param("spark_default", type="string", description="Spark connection"),
+        "warehouse": Param(None, type=["null", "string"], description="warehouse path or URL"),
+        "audit_config": Param(settings_path, type=["null", "string"], description="audit settings file"),
+        "suites_dir": Param(None, type=["null", "string"],
+                            description="folder of GX suites to validate (default: the packaged expectations/)"),
+        "target_version": Param(None, type=["null", "string"], pattern="^(3\\.[4-9](\\.[0-9]{1,3})?)?$",
+                                description="Kafka version to plan the ZK -> KRaft migration with, e.g. 3.9 "
+                                            "(default: the settings' migration.target_version)"),
+        "run_label": Param(None, type=["null", "string"], pattern="^[A-Za-z0-9_.-]*$",
+                           description="suffix of the snapshot ids"),
+        "from_files": Param("", type=["null", "string"],
+                            description="audit from ZooKeeper's files instead of the live ensemble: its dataDir, "
+                                        "a path or fsspec URL (one cluster only); empty: the settings decide"),
+        "at_zxid": Param(None, type=["null", "integer", "string"], pattern="^((0[xX])?[0-9a-fA-F]+)?$",
+                         description="rebuild the files' tree at this zxid (decimal or 0x hex); empty: newest"),
+        "at_time": Param(None, type=["null", "string"],
+                         description="rebuild the files' tree as it was at this ISO 8601 time; empty: newest"),
+    }
+
+
 def build_dag(settings_path: str | None = None) -> DAG:
     """The audit DAG for the settings at ``settings_path`` (default ``$KAFKA_ZK_AUDIT_CONFIG``)."""
     settings_path = settings_path or os.environ.get(CONFIG_ENV) or None
     cfg = parse_time_settings(settings_path)
+
+    def plan(zk_conn_id: str, audit_config: str | None, **context: Any) -> list[dict[str, Any]]:
+        from kafka_zk_audit.snapshot.targets import plan_targets
+
+        return plan_targets(load_config(audit_config or None), zk_conn_id, context["params"])
+
+    return _audit_dag(DAG_ID, "Audit the metadata Kafka keeps in ZooKeeper, for every cluster of the fleet",
+                      cfg.schedule, settings_path, cfg, plan, __doc__)
+
+
+def _audit_dag(dag_id: str, description: str, schedule: Any, settings_path: str | None, cfg: AuditConfig,
+               plan: Callable[..., list[dict[str, Any]]], doc_md: str | None) -> DAG:
+    """A DAG of the audit's stages (snapshot, audit, gate, history, summary, retention, verdict) over the clusters
+    its ``clusters`` task (``plan``) returns: the scheduled DAG and the event-driven one share them."""
     failure_alert = TaskFailureNotifier(audit_config=AUDIT_CONFIG)
     with DAG(
-        dag_id=DAG_ID,
-        description="Audit the metadata Kafka keeps in ZooKeeper, for every cluster of the fleet",
-        doc_md=__doc__,
-        schedule=cfg.schedule,
+        dag_id=dag_id,
+        description=description,
+        doc_md=doc_md,
+        schedule=schedule,
         start_date=START_DATE,
         catchup=False,
         max_active_runs=1,
         tags=["kafka", "zookeeper", "audit"],
         user_defined_macros={"resolve_warehouse": resolve_warehouse, "snapshot_ids_arg": snapshot_ids_arg},
-        params={
-            "zk_conn_id": Param("zookeeper_default", type="string",
-                                description="ZooKeeper connection when the settings list no clusters"),
-            "spark_conn_id": Param("spark_default", type="string", description="Spark connection"),
-            "warehouse": Param(None, type=["null", "string"], description="warehouse path or URL"),
-            "audit_config": Param(settings_path, type=["null", "string"], description="audit settings file"),
-            "suites_dir": Param(None, type=["null", "string"],
-                                description="folder of GX suites to validate (default: the packaged expectations/)"),
-            "target_version": Param(None, type=["null", "string"], pattern="^(3\\.[4-9](\\.[0-9]{1,3})?)?$",
-                                    description="Kafka version to plan the ZK -> KRaft migration with, e.g. 3.9 "
-                                                "(default: the settings' migration.target_version)"),
-            "run_label": Param(None, type=["null", "string"], pattern="^[A-Za-z0-9_.-]*$",
-                               description="suffix of the snapshot ids"),
-            "from_files": Param("", type=["null", "string"],
-                                description="audit from ZooKeeper's files instead of the live ensemble: its dataDir, "
-                                            "a path or fsspec URL (one cluster only); empty: the settings decide"),
-            "at_zxid": Param(None, type=["null", "integer", "string"], pattern="^((0[xX])?[0-9a-fA-F]+)?$",
-                             description="rebuild the files' tree at this zxid (decimal or 0x hex); empty: newest"),
-            "at_time": Param(None, type=["null", "string"],
-                             description="rebuild the files' tree as it was at this ISO 8601 time; empty: newest"),
-        },
+        params=_params(settings_path),
         default_args={
             "retries": cfg.fleet.task_retries,
             "retry_delay": cfg.fleet.retry_delay,
@@ -126,10 +152,9 @@ def build_dag(settings_path: str | None = None) -> DAG:
         def plan_clusters(zk_conn_id: str, audit_config: str | None, **context: Any) -> list[dict[str, Any]]:
             """One entry per cluster to audit, with the run's from_files, at_zxid and at_time applied."""
             from kafka_zk_audit.snapshot.files.sources import FilesSourceError
-            from kafka_zk_audit.snapshot.targets import plan_targets
 
             try:
-                return plan_targets(load_config(audit_config or None), zk_conn_id, context["params"])
+                return plan(zk_conn_id, audit_config, **context)
             except FilesSourceError as exc:
                 raise AirflowFailException(str(exc)) from None
 
@@ -221,3 +246,53 @@ def build_dag(settings_path: str | None = None) -> DAG:
         snapshot >> audit >> gate >> history >> summaries
         summaries >> prune(WAREHOUSE, snapshot.output, AUDIT_CONFIG) >> fail_when_red()
     return dag
+
+
+def watched_clusters(cfg: AuditConfig) -> list[dict[str, Any]]:
+    """The clusters the event-driven DAG watches: every one read from its ensemble (a ``zk_conn_id``, no files)."""
+    from kafka_zk_audit.snapshot.targets import cluster_targets
+
+    return [t for t in cluster_targets(cfg, "zookeeper_default") if t["zk_conn_id"] and not t["files"]]
+
+
+def watched_asset(cluster: str, zk_conn_id: str, cfg: AuditConfig) -> Asset:
+    """The Asset a cluster's metadata watch (a trigger in the triggerer) updates when the cluster changes."""
+    from kafka_zk_audit.airflow.triggers.metadata_changes import KafkaMetadataChangeTrigger
+
+    events = cfg.events
+    trigger = KafkaMetadataChangeTrigger(
+        cluster=cluster, zk_conn_id=zk_conn_id, paths=events.paths, ignore=events.ignore,
+        quiet_period_s=events.quiet_period.total_seconds(), max_delay_s=events.max_delay.total_seconds(),
+        warehouse=resolve_warehouse(None), recheck_poll_s=events.recheck_poll.total_seconds())
+    watcher = AssetWatcher(name=f"kafka_zk_audit_watch_{cluster}", trigger=trigger)
+    return Asset(name=f"kafka_zk_audit.watch.{cluster}", uri=f"{WATCH_SCHEME}{cluster}", group="kafka_zk_audit",
+                 watchers=[watcher])
+
+
+def changed_clusters(triggering_asset_events: Any) -> set[str]:
+    """The clusters whose watch events started this run (from the events' assets' URIs)."""
+    return {uri.rstrip("/").removeprefix(WATCH_SCHEME)
+            for events in (triggering_asset_events or {}).values() for event in events
+            if (uri := str(event.asset.uri)).startswith(WATCH_SCHEME)}
+
+
+def build_event_dag(settings_path: str | None = None) -> DAG | None:
+    """The event-driven audit DAG ``kafka_zk_audit_events`` (None when the settings' ``events`` are off): scheduled
+    on the watched clusters' Assets, it audits the clusters that changed through the stages of :func:`build_dag`."""
+    settings_path = settings_path or os.environ.get(CONFIG_ENV) or None
+    cfg = parse_time_settings(settings_path)
+    watched = watched_clusters(cfg)
+    if not cfg.events.enabled or not watched:
+        return None
+    assets = [watched_asset(t["cluster"], t["zk_conn_id"], cfg) for t in watched]
+
+    def plan(zk_conn_id: str, audit_config: str | None, **context: Any) -> list[dict[str, Any]]:
+        from kafka_zk_audit.snapshot.targets import plan_targets
+
+        changed = changed_clusters(context.get("triggering_asset_events"))
+        targets = plan_targets(load_config(audit_config or None), zk_conn_id, context["params"])
+        names = {t["cluster"] for t in watched}
+        return [t for t in targets if t["cluster"] in (changed or names)]  # a manual run: every watched cluster
+
+    return _audit_dag(EVENTS_DAG_ID, "Audit the clusters whose Kafka metadata changed, when it changes",
+                      AssetAny(*assets), settings_path, cfg, plan, EVENTS_DOC)

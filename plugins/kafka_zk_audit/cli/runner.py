@@ -20,9 +20,16 @@ from typing import Any
 
 # the same as the repo's dags/kafka_zk_audit.py (a test keeps the two equal)
 DAG_FILE = (
-    '"""kafka-zk-audit: the Airflow DAG ``kafka_zk_audit``, auditing the metadata Kafka keeps in ZooKeeper.\n\n'
-    "Copy this file into your DAGs folder; the DAG itself is built by the installed ``kafka_zk_audit`` package.\n"
-    '"""\n\nfrom kafka_zk_audit.airflow.dag import build_dag\n\ndag = build_dag()\n'
+    '"""kafka-zk-audit: the Airflow DAGs ``kafka_zk_audit`` (scheduled) and ``kafka_zk_audit_events``\n'
+    "(when the settings' ``events`` are on), auditing the metadata Kafka keeps in ZooKeeper.\n"
+    '\n'
+    'Copy this file into your DAGs folder; the DAGs are built by the installed ``kafka_zk_audit`` package.\n'
+    '"""\n'
+    '\n'
+    'from kafka_zk_audit.airflow.dag import build_dag, build_event_dag\n'
+    '\n'
+    'dag = build_dag()\n'
+    'events_dag = build_event_dag()  # None when events are off: no second DAG\n'
 )
 DEFAULT_HOME = Path.home() / ".kafka-zk-audit" / "airflow"
 

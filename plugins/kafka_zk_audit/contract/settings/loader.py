@@ -60,6 +60,7 @@ class AuditConfig(BaseModel):
     retention: models.RetentionConfig
     migration: models.MigrationConfig
     history: models.HistoryConfig
+    events: models.EventsConfig
     _source: str = PrivateAttr(default=DEFAULT_SOURCE)
     _raw: dict[str, Any] = PrivateAttr(default_factory=dict)
 
@@ -96,7 +97,7 @@ class AuditConfig(BaseModel):
         return (*first, *alerts.routes)
 
 
-_CUSTOM_KINDS = frozenset({"duration", "check_id", "severity", "target_version", "route"})
+_CUSTOM_KINDS = frozenset({"duration", "check_id", "severity", "target_version", "route", "events"})
 # what a key must look like, for pydantic's own error types (the custom ones above carry their own text)
 _ALLOWED_BY_TYPE = {
     "bool_type": "; write true or false",
@@ -134,6 +135,7 @@ _SECTIONS: dict[str, type[BaseModel]] = {
     "retention": models.RetentionConfig,
     "migration": models.MigrationConfig,
     "history": models.HistoryConfig,
+    "events": models.EventsConfig,
 }
 
 

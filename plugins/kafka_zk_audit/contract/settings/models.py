@@ -20,7 +20,9 @@ from pydantic import (
     StrictBool,
     StrictInt,
     StrictStr,
+    ValidationInfo,
     create_model,
+    field_validator,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -255,6 +257,44 @@ class HistoryConfig(_Section):
 
     enabled: StrictBool
     min_interval: Duration
+
+
+def _validate_znode_path(value: Any) -> str:
+    if not isinstance(value, str) or not value.startswith("/"):
+        raise PydanticCustomError("events", "; a watched path is a znode path such as /brokers")
+    return value
+
+
+ZNodePath = Annotated[str, BeforeValidator(_validate_znode_path)]
+
+
+class EventsConfig(_Section):
+    """Event-driven audits: a watch per cluster (in Airflow's triggerer) on the znodes the checks read; a change
+    starts an audit of that cluster once the cluster has been quiet for ``quiet_period`` (at most ``max_delay``
+    after the first change)."""
+
+    enabled: StrictBool
+    quiet_period: Duration
+    max_delay: Duration
+    paths: Annotated[tuple[ZNodePath, ...], BeforeValidator(_none_as_empty)]
+    ignore: Annotated[tuple[Text, ...], BeforeValidator(_none_as_empty)]
+    recheck_poll: Duration
+
+    @field_validator("max_delay")
+    @classmethod
+    def _not_before_the_quiet_period(cls, value: timedelta, info: ValidationInfo) -> timedelta:
+        quiet = info.data.get("quiet_period")
+        if quiet is not None and value < quiet:
+            raise PydanticCustomError("events", "; it must be at least quiet_period ({quiet})",
+                                      {"quiet": f"{quiet.total_seconds():g}s"})
+        return value
+
+    @field_validator("paths")
+    @classmethod
+    def _some_path_when_enabled(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        if info.data.get("enabled") and not value:
+            raise PydanticCustomError("events", "; enabled events need at least one watched path")
+        return value
 
 
 class ClusterConfig(_Section):
