@@ -64,6 +64,19 @@ def snapshot_fleet(server: ZooKeeperServer, clusters: int, warehouse: Warehouse)
     return ids
 
 
+def print_medians(title: str, runs: dict[str, list[tuple[float, float]]], columns: dict[str, str]) -> None:
+    """A Markdown table of the median wall and CPU seconds of two modes (``columns``: baseline first, mode ->
+    heading) and their ratio."""
+    (base, base_label), (other, other_label) = columns.items()
+    medians = {mode: (statistics.median(w for w, _ in rows), statistics.median(c for _, c in rows))
+               for mode, rows in runs.items()}
+    print(f"\n| {title} | {base_label} | {other_label} | ratio |")
+    print("|---|---|---|---|")
+    for index, what in enumerate(("wall s (median)", "CPU s (median)")):
+        before, after = medians[base][index], medians[other][index]
+        print(f"| {what} | {before:.1f} | {after:.1f} | {after / before:.2f} |")
+
+
 def launch(warehouse: Warehouse, snapshot_ids: list[str], cache: str, log: Path) -> tuple[float, float]:
     """One audit app, launched as the product launches it with the cache folder ``cache`` (or ``off``): wall and
     CPU seconds."""
@@ -84,14 +97,15 @@ def launch(warehouse: Warehouse, snapshot_ids: list[str], cache: str, log: Path)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def prepared_fleet(description: str, prefix: str) -> tuple[argparse.Namespace, Path, Warehouse, list[str]]:
+    """The bench's arguments (``--rounds``, ``--clusters``), its work folder, and the warehouse holding a snapshot
+    of each demo-shaped cluster (written into a private ZooKeeper, stopped afterwards) with their ids."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--clusters", type=int, default=10)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    work = Path(tempfile.mkdtemp(prefix="kafka-zk-audit-bench-jvm-"))
-    cache = str(work / "jvm-cache")
+    work = Path(tempfile.mkdtemp(prefix=prefix))
     server = ZooKeeperServer(work / "zk", port=free_port()).start()
     try:
         warehouse = Warehouse(str(work / "wh"))
@@ -100,6 +114,12 @@ def main() -> int:
         server.stop()
     print(f"{len(ids)} demo-shaped snapshots; the audit app on all of them, spark-submit local[*], "
           f"{os.cpu_count()} cores", flush=True)
+    return args, work, warehouse, ids
+
+
+def main() -> int:
+    args, work, warehouse, ids = prepared_fleet(__doc__, "kafka-zk-audit-bench-jvm-")
+    cache = str(work / "jvm-cache")
     runs: dict[str, list[tuple[float, float]]] = {"off": [], "mapped": []}
     wall, cpu = launch(warehouse, ids, cache, work / "writing.log")
     os.environ["KAFKA_ZK_AUDIT_JVM_CACHE"] = cache
@@ -112,13 +132,8 @@ def main() -> int:
             wall, cpu = launch(warehouse, ids, "off" if mode == "off" else cache, work / f"{mode}-{round_}.log")
             runs[mode].append((wall, cpu))
             print(f"  {mode:>7} #{round_ + 1}: wall {wall:.1f} s, CPU {cpu:.1f} s", flush=True)
-    medians = {mode: (statistics.median(w for w, _ in rows), statistics.median(c for _, c in rows))
-               for mode, rows in runs.items()}
-    print(f"\n| audit app, {len(ids)} demo-shaped snapshots | no archive | archive mapped | ratio |")
-    print("|---|---|---|---|")
-    for index, what in enumerate(("wall s (median)", "CPU s (median)")):
-        off, mapped = medians["off"][index], medians["mapped"][index]
-        print(f"| {what} | {off:.1f} | {mapped:.1f} | {mapped / off:.2f} |")
+    print_medians(f"audit app, {len(ids)} demo-shaped snapshots", runs,
+                  {"off": "no archive", "mapped": "archive mapped"})
     print(f"\nlogs: {work}")
     return 0
 

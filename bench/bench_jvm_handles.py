@@ -12,33 +12,18 @@ of every run, the medians and their ratios.
 
 from __future__ import annotations
 
-import argparse
-import logging
 import os
 import shutil
-import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from bench_jvm_archive import launch, snapshot_fleet
+from bench_jvm_archive import launch, prepared_fleet, print_medians
 
 from kafka_zk_audit.audit.jvm_handles import JVM_HANDLES_ENV, KEPT_CLASSES
 from kafka_zk_audit.contract.warehouse import Warehouse
-from kafka_zk_audit_testing.zk_server import ZooKeeperServer, free_port
 
 MODES = ("off", "kept")
-
-
-def table(title: str, runs: dict[str, list[tuple[float, float]]]) -> None:
-    medians = {mode: (statistics.median(w for w, _ in rows), statistics.median(c for _, c in rows))
-               for mode, rows in runs.items()}
-    print(f"\n| {title} | py4j lookups | handles kept | ratio |")
-    print("|---|---|---|---|")
-    for index, what in enumerate(("wall s (median)", "CPU s (median)")):
-        off, kept = medians["off"][index], medians["kept"][index]
-        print(f"| {what} | {off:.1f} | {kept:.1f} | {kept / off:.2f} |")
 
 
 def in_process(warehouse: Warehouse, ids: list[str], rounds: int, work: Path) -> dict[str, list[tuple[float, float]]]:
@@ -83,21 +68,8 @@ def in_process(warehouse: Warehouse, ids: list[str], rounds: int, work: Path) ->
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--clusters", type=int, default=10)
-    args = parser.parse_args()
-    logging.basicConfig(level=logging.WARNING)
-    work = Path(tempfile.mkdtemp(prefix="kafka-zk-audit-bench-handles-"))
-    server = ZooKeeperServer(work / "zk", port=free_port()).start()
-    try:
-        warehouse = Warehouse(str(work / "wh"))
-        ids = snapshot_fleet(server, args.clusters, warehouse)
-    finally:
-        server.stop()
+    args, work, warehouse, ids = prepared_fleet(__doc__, "kafka-zk-audit-bench-handles-")
     cache = os.environ.get("KAFKA_ZK_AUDIT_JVM_CACHE", "")  # the machine's archive, as the product maps it
-    print(f"{len(ids)} demo-shaped snapshots; the audit app on all of them, spark-submit local[*], "
-          f"{os.cpu_count()} cores", flush=True)
     launch(warehouse, ids, cache, work / "first.log")  # writes the archive when the machine has none yet
     apps: dict[str, list[tuple[float, float]]] = {mode: [] for mode in MODES}
     for round_ in range(args.rounds):
@@ -108,8 +80,9 @@ def main() -> int:
             print(f"  app {mode:>4} #{round_ + 1}: wall {wall:.1f} s, CPU {cpu:.1f} s", flush=True)
     os.environ[JVM_HANDLES_ENV] = ""
     warm = in_process(warehouse, ids, args.rounds, work)
-    table(f"audit app, {len(ids)} demo-shaped snapshots", apps)
-    table(f"warm in-process audit, {len(ids)} snapshots", warm)
+    columns = {"off": "py4j lookups", "kept": "handles kept"}
+    print_medians(f"audit app, {len(ids)} demo-shaped snapshots", apps, columns)
+    print_medians(f"warm in-process audit, {len(ids)} snapshots", warm, columns)
     print(f"\nlogs: {work}")
     return 0
 
