@@ -21,7 +21,7 @@ from typing import Any
 from kafka_zk_audit.contract.catalogue import BY_ID, SEVERITIES
 from kafka_zk_audit.contract.settings import AlertRoute, AuditConfig
 from kafka_zk_audit.contract.warehouse import Warehouse
-from kafka_zk_audit.report.lifecycle import Lifecycle, describe_entry, format_duration_s
+from kafka_zk_audit.report.lifecycle import Lifecycle, describe_entry, describe_subject, format_duration_s
 
 log = logging.getLogger(__name__)
 
@@ -90,16 +90,6 @@ def _offender_of(finding: dict[str, Any]) -> tuple[str, str]:
     if finding.get("broker_id") is not None:
         return "broker", str(finding["broker_id"])
     return "znode", str(finding.get("path") or "?")
-
-
-def describe_subject(finding: dict[str, Any]) -> str:
-    """``group g topic t partition 0 broker 3``: the identifying columns that are set."""
-    parts = []
-    for column, label in (("group_id", "group"), ("topic", "topic"), ("partition", "partition"),
-                          ("broker_id", "broker")):
-        if finding.get(column) is not None and finding.get(column) != "":
-            parts.append(f"{label} {finding[column]}")
-    return " ".join(parts)
 
 
 def describe_finding(finding: dict[str, Any]) -> str:

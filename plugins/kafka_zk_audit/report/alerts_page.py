@@ -11,17 +11,11 @@ from typing import Any
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.report.alert_state import read_alerts
 from kafka_zk_audit.report.data_docs import link_at_top
-from kafka_zk_audit.report.lifecycle import format_duration_s
+from kafka_zk_audit.report.lifecycle import describe_subject, format_duration_s
 
 DATA_DOCS_LINK_ID = "kafka-zk-audit-alerts"
 PAGE = "alerts/index.html"
 COLUMNS = ("severity", "check", "subject", "path", "detail", "key")
-
-
-def _subject(entry: dict[str, Any]) -> str:
-    return " ".join(f"{label} {entry[column]}" for column, label in (
-        ("group_id", "group"), ("topic", "topic"), ("partition", "partition"), ("broker_id", "broker"))
-        if entry.get(column) not in (None, ""))
 
 
 def _table(entries: list[dict[str, Any]], duration: str, value: Any) -> str:
@@ -31,8 +25,8 @@ def _table(entries: list[dict[str, Any]], duration: str, value: Any) -> str:
     head = "".join(f"<th>{esc(name)}</th>" for name in (*COLUMNS, duration))
     rows = "".join(
         "<tr>" + "".join(f"<td>{esc(str(cell if cell is not None else ''))}</td>" for cell in (
-            entry.get("severity"), entry.get("check_id"), _subject(entry), entry.get("path"), entry.get("detail"),
-            entry.get("key"), value(entry))) + "</tr>"
+            entry.get("severity"), entry.get("check_id"), describe_subject(entry), entry.get("path"),
+            entry.get("detail"), entry.get("key"), value(entry))) + "</tr>"
         for entry in entries)
     return f"<table><tr>{head}</tr>{rows}</table>"
 

@@ -179,10 +179,15 @@ def format_lifecycle(lifecycle: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def describe_subject(finding: Mapping[str, Any]) -> str:
+    """``group g topic t partition 0 broker 3``: the identifying columns that are set."""
+    return " ".join(f"{label} {finding[column]}" for column, label in (
+        ("group_id", "group"), ("topic", "topic"), ("partition", "partition"), ("broker_id", "broker"))
+        if finding.get(column) not in (None, ""))
+
+
 def describe_entry(entry: Mapping[str, Any]) -> str:
     """``[error] leader_not_in_isr topic t partition 0 at /path (key …)``."""
-    subject = " ".join(f"{label} {entry[column]}" for column, label in (
-        ("group_id", "group"), ("topic", "topic"), ("partition", "partition"), ("broker_id", "broker"))
-        if entry.get(column) not in (None, ""))
+    subject = describe_subject(entry)
     return (f"[{entry.get('severity')}] {entry.get('check_id')}{' ' + subject if subject else ''} at "
             f"{entry.get('path')} (key {entry['key']})")
