@@ -1,7 +1,9 @@
 """The scheduler's run, shared by tests/system/test_scheduler.py and test_install.py: a real Airflow scheduler, DAG
-processor and API server on loopback schedule the hourly run of a two-cluster fleet (one dead) while the package as a
-user installs it (a wheel in a new venv, one copied DAG file) runs ``airflow dags test`` into the same warehouse;
-the test holds the warehouse's gate lock until both runs' gates wait for it."""
+processor, triggerer and API server on loopback schedule the hourly run of a two-cluster fleet (one dead) while the
+package as a user installs it (a wheel in a new venv, one copied DAG file) runs ``airflow dags test`` into the same
+warehouse; the test holds the warehouse's gate lock until both runs' gates wait for it. Then the event-driven audits:
+a violation written into the live cluster (the triggerer's watch fires, the event DAG audits it: a trigger alert),
+then its repair (a resolve with the same key)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -24,7 +27,7 @@ from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit_testing.airflow_services import AirflowServices
 from kafka_zk_audit_testing.receivers import webhook_receiver
 from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
-from kafka_zk_audit_testing.zk_server import free_port
+from kafka_zk_audit_testing.zk_server import ZooKeeperServer, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -65,6 +68,8 @@ def installed(tmp_path_factory) -> Installed:
 
 
 DAG_ID = "kafka_zk_audit"
+EVENTS_DAG_ID = "kafka_zk_audit_events"
+PLANTED = "leader_not_in_isr"
 CONSUMER = "react_to_kafka_zk_audit"
 SPEC = ClusterSpec(era="3.x", brokers=3, racks=1, topics=4, partitions=2, replication_factor=3, groups=1,
                    consumers_per_group=1, threads_per_consumer=1, topics_per_group=1)
@@ -107,6 +112,22 @@ class Scheduled:
     installed_returncode: int
     installed_log: str
     scheduled_gate_log: str
+    consumer_runs: list[dict]  # the Asset-triggered DAG's runs after the hourly run (before the event-driven ones)
+    hourly_snapshot_ids: set[str]  # the snapshots with a summary before the event-driven audits
+    events: EventAudits
+
+
+@dataclass
+class EventAudits:
+    """The event-driven audits of the live cluster: a planted violation, then its repair."""
+
+    planted_path: str
+    trigger_posts: list[dict]  # the webhook's alerts whose started_firing lists the planted check
+    resolve_posts: list[dict]  # ... whose resolved lists it
+    posts: list[dict]  # every webhook post of the event phase
+    runs: list[dict]  # the event DAG's runs
+    alert_latency_s: float  # from the planted write to its trigger alert
+    resolve_latency_s: float
 
 
 def _gate_log(home: Path) -> str:
@@ -152,6 +173,7 @@ def scheduled(zk_server, installed: Installed, tmp_path_factory) -> Iterator[Sch
         "clusters": [{"name": "live", "zk_conn_id": "zk_live"}, {"name": "dead", "zk_conn_id": "zk_dead"}],
         "fleet": {"task_retries": 1, "retry_delay": f"{RETRY_DELAY_S}s"},
         "alerts": {"webhook_conn_id": "hook"},
+        "events": {"enabled": True, "quiet_period": "2s", "max_delay": "10s"},
     }, sort_keys=False))
     clean = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
     env = airflow_env(airflow_home=tmp / "airflow", base=clean)
@@ -175,7 +197,7 @@ def scheduled(zk_server, installed: Installed, tmp_path_factory) -> Iterator[Sch
     other_log_path = tmp / "installed.log"
     with webhook_receiver() as webhook:
         env["AIRFLOW_CONN_HOOK"] = json.dumps({"conn_type": "http", "host": webhook.url("/hook/fleet")})
-        services = AirflowServices(env)
+        services = AirflowServices(env, triggerer=True)
         started = datetime.now(UTC)
         gate_lock = warehouse_lock(Warehouse(str(warehouse)), "gate")
         gate_lock.__enter__()  # both runs' gates will have to wait for it
@@ -203,13 +225,65 @@ def scheduled(zk_server, installed: Installed, tmp_path_factory) -> Iterator[Sch
             services.wait_for(lambda: consumer_output.exists(), 180, "the Asset-triggered DAG's task")
             consumer_events = json.loads(consumer_output.read_text())
             posts = list(webhook.posts)
+            consumer_runs = [dict(r) for r in services.wait_for(lambda: [
+                r for r in services.query("select run_type, state from dag_run where dag_id = ?", CONSUMER)
+                if r["state"] in ("success", "failed")], 120, "the Asset-triggered DAG's run to end")]
+            hourly_ids = {path.parent.name for path in warehouse.glob("runs/*/summary.json")}
+            events = _event_driven_audits(services, sim, webhook.posts, zk_server)
         finally:
             if not released:
                 gate_lock.__exit__(None, None, None)
             services.stop()
             sim.close()
     yield Scheduled(services, started, warehouse, run["run_id"], posts, consumer_events, installed.venv, "/sched_live",
-                    other_returncode,
-                    other_log_path.read_text(errors="replace"), _gate_log(services.home))
+                    other_returncode, other_log_path.read_text(errors="replace"), _gate_log(services.home),
+                    consumer_runs, hourly_ids, events)
 
 
+
+
+def _alerts_listing(posts: list[dict], field: str, check_id: str) -> list[dict]:
+    return [p for p in posts if any(e.get("check_id") == check_id
+                                    for e in p["json"].get("kafka_zk_audit", {}).get(field) or ())]
+
+
+def _event_runs_ended(services: AirflowServices, count: int) -> list:
+    rows = services.query("select run_id, run_type, state, start_date, end_date from dag_run where dag_id = ?"
+                          " order by id", EVENTS_DAG_ID)
+    return rows if len(rows) >= count and all(r["state"] in ("success", "failed") for r in rows) else []
+
+
+def _event_driven_audits(services: AirflowServices, sim: Simulator, posts: list[dict],
+                         zk_server: ZooKeeperServer) -> EventAudits:
+    """Plant a leader outside its ISR in the live cluster, wait for the event-driven audit's trigger alert; repair it,
+    wait for the resolve."""
+    from kazoo.client import KazooClient
+
+    services.wait_for(lambda: len(services.query(
+        "select id from trigger where classpath like '%KafkaMetadataChangeTrigger' and triggerer_id is not null"
+    )) >= 2, 180, "the triggerer to run the clusters' watches", poll_s=1)
+    time.sleep(5)  # the watch's session connects and arms its watches
+    start = len(posts)
+    planted_at = time.monotonic()
+    planted = sim.plant(PLANTED)
+    fired = services.wait_for(lambda: _alerts_listing(posts[start:], "started_firing", PLANTED), WAIT_S,
+                              "the event-driven audit's trigger alert", poll_s=0.5)
+    alert_latency = time.monotonic() - planted_at
+    services.wait_for(lambda: _event_runs_ended(services, 1), WAIT_S, "the event-driven run to end", poll_s=1)
+    ended = len(_event_runs_ended(services, 1))
+    client = KazooClient(hosts=f"{zk_server.hosts}/sched_live")
+    client.start(timeout=15)
+    try:
+        replicas = json.loads(client.get(f"/brokers/topics/{planted.topic}")[0])["partitions"]["0"]
+        state = json.loads(client.get(planted.path)[0])
+        repaired_at = time.monotonic()
+        client.set(planted.path, json.dumps({**state, "isr": replicas}).encode())
+    finally:
+        client.stop()
+        client.close()
+    resolved = services.wait_for(lambda: _alerts_listing(posts[start:], "resolved", PLANTED), WAIT_S,
+                                 "the event-driven audit's resolve", poll_s=0.5)
+    resolve_latency = time.monotonic() - repaired_at
+    runs = services.wait_for(lambda: _event_runs_ended(services, ended + 1), WAIT_S, "the repair's run to end")
+    return EventAudits(planted.path, fired, resolved, list(posts[start:]), [dict(r) for r in runs], alert_latency,
+                       resolve_latency)

@@ -6,7 +6,9 @@ unreachable cluster's snapshot after its delay and alerts once when it has faile
 scheduled on the live cluster's Asset is triggered by the audit's event and reads its counts. Meanwhile the package
 as a user installs it (a wheel in a new venv, one copied DAG file: tests/system/test_install.py) runs ``airflow dags
 test`` on the same cluster into the same warehouse: the test holds the warehouse's gate lock until both runs wait
-for it, so the two gates are known to contend; both must then finish with their own, intact results.
+for it, so the two gates are known to contend; both must then finish with their own, intact results. Then the
+triggerer's watch of the live cluster starts event-driven audits of just that cluster: a planted violation sends a
+trigger alert, its repair a resolve with the same key, and the dead cluster still alerts only once.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 import pyarrow.parquet as pq
 import pytest
 
-from tests.system.scheduled_run import CONSUMER, DAG_ID, RETRY_DELAY_S
+from tests.system.scheduled_run import DAG_ID, EVENTS_DAG_ID, PLANTED, RETRY_DELAY_S
 
 pytestmark = pytest.mark.dag
 
@@ -76,7 +78,7 @@ def test_the_dead_cluster_alerts_once_after_its_last_try(scheduled):
 
 
 def test_the_audits_asset_event_triggers_a_dag_scheduled_on_it(scheduled):
-    runs = scheduled.services.query("select run_type, state from dag_run where dag_id = ?", CONSUMER)
+    runs = scheduled.consumer_runs  # after the hourly run (the event-driven audits publish events too, later)
     assert [(r["run_type"], r["state"]) for r in runs] == [("asset_triggered", "success")]
     assert [e["uri"].rstrip("/") for e in scheduled.consumer_events] == ["kafka-zk-audit://live"]
     extra = scheduled.consumer_events[0]["extra"]
@@ -99,6 +101,8 @@ def test_two_runs_sharing_a_warehouse_wait_for_each_other_and_both_finish_intact
     assert scheduled.installed_returncode == 0, scheduled.installed_log[-4000:]
     summaries = {}
     for path in scheduled.warehouse.glob("runs/*/summary.json"):
+        if path.parent.name not in scheduled.hourly_snapshot_ids:
+            continue  # the event-driven audits' (test_a_planted_violation_...)
         summary = json.loads(path.read_text())
         summaries[summary["snapshot_id"]] = summary
     assert len(summaries) == 2, sorted(summaries)
@@ -114,3 +118,33 @@ def test_two_runs_sharing_a_warehouse_wait_for_each_other_and_both_finish_intact
     index = (scheduled.warehouse / "data_docs" / "index.html").read_text()
     for snapshot_id in summaries:
         assert snapshot_id in index, snapshot_id
+
+
+def test_a_planted_violation_is_audited_by_the_event_driven_dag_and_alerts_then_resolves_with_the_same_key(scheduled):
+    events = scheduled.events
+    print(f"event-driven alert {events.alert_latency_s:.1f} s after the planted write, resolve "
+          f"{events.resolve_latency_s:.1f} s after the repair")
+    triggered = [e for p in events.trigger_posts for e in p["json"]["kafka_zk_audit"]["started_firing"]
+                 if e["check_id"] == PLANTED]
+    resolved = [e for p in events.resolve_posts for e in p["json"]["kafka_zk_audit"]["resolved"]
+                if e["check_id"] == PLANTED]
+    assert len(triggered) == 1 and len(resolved) == 1, events.posts
+    assert triggered[0]["key"] == resolved[0]["key"]
+    # each alert once: no other post of the event phase repeats the trigger or the resolve
+    keys = [(field, e["key"]) for p in events.posts for field in ("started_firing", "resolved")
+            for e in p["json"].get("kafka_zk_audit", {}).get(field) or () if e["check_id"] == PLANTED]
+    assert sorted(keys) == sorted([("started_firing", triggered[0]["key"]), ("resolved", triggered[0]["key"])])
+    # the runs: started by the watch's Asset events, one per change (the plant's burst, then the repair)
+    assert [r["run_type"] for r in events.runs] == ["asset_triggered"] * len(events.runs)
+    assert len(events.runs) == 2, events.runs
+    services = scheduled.services
+    for run in events.runs:
+        clusters = [r["rendered_map_index"] for r in services.query(
+            "select rendered_map_index from task_instance where dag_id = ? and run_id = ? and task_id = 'snapshot'",
+            EVENTS_DAG_ID, run["run_id"])]
+        assert clusters == ["live"], clusters  # just the cluster that changed, not the dead one
+
+
+def test_the_dead_cluster_still_alerts_only_once_with_events_on(scheduled):
+    failures = [p for p in scheduled.events.posts if p["json"].get("kafka_zk_audit", {}).get("kind") == "task_failure"]
+    assert failures == []  # its watch never connects and never fires; the hourly run alerted (above)
