@@ -42,7 +42,9 @@ WATCH_SCHEME = "kafka-zk-audit-watch://"
 EVENTS_DOC = """The DAG ``kafka_zk_audit_events``: the stages of ``kafka_zk_audit`` for just the clusters whose
 Kafka metadata changed. The triggerer watches every cluster (the settings' ``events``); a burst of changes,
 debounced, updates the cluster's Asset ``kafka-zk-audit-watch://<cluster>``, which starts this DAG; so does the end
-of a pending finding's ``for``. Same warehouse, history and alert state as the scheduled DAG (the safety net)."""
+of a pending finding's ``for``. Same warehouse, history and alert state as the scheduled DAG (the safety net). It
+watches only clusters read from their ensemble, which have no ZooKeeper files to read a history from: it has no
+history task (one task less between the change and its alert)."""
 CONFIG_ENV = "KAFKA_ZK_AUDIT_CONFIG"
 ASSET_ALIAS = "kafka_zk_audit_clusters"
 # spark-submit's --snapshot-ids: the one place the run's list of snapshot ids becomes text
@@ -123,9 +125,10 @@ def build_dag(settings_path: str | None = None) -> DAG:
 
 
 def _audit_dag(dag_id: str, description: str, schedule: Any, settings_path: str | None, cfg: AuditConfig,
-               plan: Callable[..., list[dict[str, Any]]], doc_md: str | None) -> DAG:
+               plan: Callable[..., list[dict[str, Any]]], doc_md: str | None, *, with_history: bool = True) -> DAG:
     """A DAG of the audit's stages (snapshot, audit, gate, history, summary, retention, verdict) over the clusters
-    its ``clusters`` task (``plan``) returns: the scheduled DAG and the event-driven one share them."""
+    its ``clusters`` task (``plan``) returns: the scheduled DAG and the event-driven one share them (the event-driven
+    one without ``history``: ``with_history=False``)."""
     failure_alert = TaskFailureNotifier(audit_config=AUDIT_CONFIG)
     with DAG(
         dag_id=dag_id,
@@ -190,16 +193,18 @@ def _audit_dag(dag_id: str, description: str, schedule: Any, settings_path: str 
             on_failure_callback=failure_alert,  # the findings' alerts are the summary task's, at every run
         )
 
-        history = ZooKeeperHistoryOperator.partial(
-            task_id="history",
-            trigger_rule="all_done",  # whatever the gate's verdict; the summary runs whatever happens here
-            spark_conn_id="{{ params.spark_conn_id }}",
-            warehouse=WAREHOUSE,
-            audit_config=AUDIT_CONFIG,
-            conf=submit_conf(),
-            max_active_tis_per_dagrun=1,  # one Spark app at a time on the worker, like the audit's single app
-            map_index_template="{{ task.cluster }}",
-        ).expand_kwargs(targets)
+        history = None
+        if with_history:
+            history = ZooKeeperHistoryOperator.partial(
+                task_id="history",
+                trigger_rule="all_done",  # whatever the gate's verdict; the summary runs whatever happens here
+                spark_conn_id="{{ params.spark_conn_id }}",
+                warehouse=WAREHOUSE,
+                audit_config=AUDIT_CONFIG,
+                conf=submit_conf(),
+                max_active_tis_per_dagrun=1,  # one Spark app at a time on the worker, like the audit's single app
+                map_index_template="{{ task.cluster }}",
+            ).expand_kwargs(targets)
 
         @task(task_id="summary", trigger_rule="all_done", outlets=[AssetAlias(ASSET_ALIAS)])
         def publish_summaries(warehouse: str, snapshot_ids: Any, audit_config: str | None,
@@ -218,7 +223,8 @@ def _audit_dag(dag_id: str, description: str, schedule: Any, settings_path: str 
             send_run_alerts(warehouse, snapshot_ids, audit_config, verdict,
                             run_url=run_url if isinstance(run_url, str) else None)
             published = publish_run(Warehouse(warehouse), [t["cluster"] for t in targets],
-                                    snapshot_id_list(snapshot_ids), verdict, ti.xcom_pull(task_ids="history"),
+                                    snapshot_id_list(snapshot_ids), verdict,
+                                    ti.xcom_pull(task_ids="history") if with_history else None,
                                     run_id=context["run_id"])
             for name, extra in published.asset_extras.items():
                 context["outlet_events"][AssetAlias(ASSET_ALIAS)].add(cluster_asset(name), extra=extra)
@@ -243,7 +249,11 @@ def _audit_dag(dag_id: str, description: str, schedule: Any, settings_path: str 
             if problem:
                 raise RunVerdictFailed(problem)
 
-        snapshot >> audit >> gate >> history >> summaries
+        snapshot >> audit >> gate
+        if history is None:
+            gate >> summaries
+        else:
+            gate >> history >> summaries
         summaries >> prune(WAREHOUSE, snapshot.output, AUDIT_CONFIG) >> fail_when_red()
     return dag
 
@@ -295,4 +305,4 @@ def build_event_dag(settings_path: str | None = None) -> DAG | None:
         return [t for t in targets if t["cluster"] in (changed or names)]  # a manual run: every watched cluster
 
     return _audit_dag(EVENTS_DAG_ID, "Audit the clusters whose Kafka metadata changed, when it changes",
-                      AssetAny(*assets), settings_path, cfg, plan, EVENTS_DOC)
+                      AssetAny(*assets), settings_path, cfg, plan, EVENTS_DOC, with_history=False)
