@@ -3,7 +3,8 @@ processor, triggerer and API server on loopback schedule the hourly run of a two
 package as a user installs it (a wheel in a new venv, one copied DAG file) runs ``airflow dags test`` into the same
 warehouse; the test holds the warehouse's gate lock until both runs' gates wait for it. Then the event-driven audits:
 a violation written into the live cluster (the triggerer's watch fires, the event DAG audits it: a trigger alert),
-then its repair (a resolve with the same key)."""
+then its repair (a resolve with the same key); with it, a transient violation of a check with a ``for`` of ten
+minutes, pending in the first event-driven audit and healed by the second: it sends nothing."""
 
 from __future__ import annotations
 
@@ -70,6 +71,7 @@ def installed(tmp_path_factory) -> Installed:
 DAG_ID = "kafka_zk_audit"
 EVENTS_DAG_ID = "kafka_zk_audit_events"
 PLANTED = "leader_not_in_isr"
+TRANSIENT = "isr_not_subset_of_replicas"  # planted with PLANTED, healed with its repair, inside its ``for``
 CONSUMER = "react_to_kafka_zk_audit"
 SPEC = ClusterSpec(era="3.x", brokers=3, racks=1, topics=4, partitions=2, replication_factor=3, groups=1,
                    consumers_per_group=1, threads_per_consumer=1, topics_per_group=1)
@@ -122,6 +124,7 @@ class EventAudits:
     """The event-driven audits of the live cluster: a planted violation, then its repair."""
 
     planted_path: str
+    transient_path: str
     trigger_posts: list[dict]  # the webhook's alerts whose started_firing lists the planted check
     resolve_posts: list[dict]  # ... whose resolved lists it
     posts: list[dict]  # every webhook post of the event phase
@@ -172,8 +175,8 @@ def scheduled(zk_server, installed: Installed, tmp_path_factory) -> Iterator[Sch
         # no schedule key: the packaged default (hourly) is what is proven
         "clusters": [{"name": "live", "zk_conn_id": "zk_live"}, {"name": "dead", "zk_conn_id": "zk_dead"}],
         "fleet": {"task_retries": 1, "retry_delay": f"{RETRY_DELAY_S}s"},
-        "alerts": {"webhook_conn_id": "hook"},
         "events": {"enabled": True, "quiet_period": "2s", "max_delay": "10s"},
+        "alerts": {"webhook_conn_id": "hook", "for": {TRANSIENT: "10m"}},
     }, sort_keys=False))
     clean = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
     env = airflow_env(airflow_home=tmp / "airflow", base=clean)
@@ -255,8 +258,8 @@ def _event_runs_ended(services: AirflowServices, count: int) -> list:
 
 def _event_driven_audits(services: AirflowServices, sim: Simulator, posts: list[dict],
                          zk_server: ZooKeeperServer) -> EventAudits:
-    """Plant a leader outside its ISR in the live cluster, wait for the event-driven audit's trigger alert; repair it,
-    wait for the resolve."""
+    """Plant a leader outside its ISR (and a transient ISR member outside the replicas) in the live cluster, wait for
+    the event-driven audit's trigger alert; repair both, wait for the resolve."""
     from kazoo.client import KazooClient
 
     services.wait_for(lambda: len(services.query(
@@ -266,6 +269,7 @@ def _event_driven_audits(services: AirflowServices, sim: Simulator, posts: list[
     start = len(posts)
     planted_at = time.monotonic()
     planted = sim.plant(PLANTED)
+    transient = sim.plant(TRANSIENT)
     fired = services.wait_for(lambda: _alerts_listing(posts[start:], "started_firing", PLANTED), WAIT_S,
                               "the event-driven audit's trigger alert", poll_s=0.5)
     alert_latency = time.monotonic() - planted_at
@@ -274,10 +278,13 @@ def _event_driven_audits(services: AirflowServices, sim: Simulator, posts: list[
     client = KazooClient(hosts=f"{zk_server.hosts}/sched_live")
     client.start(timeout=15)
     try:
-        replicas = json.loads(client.get(f"/brokers/topics/{planted.topic}")[0])["partitions"]["0"]
-        state = json.loads(client.get(planted.path)[0])
+        repaired = {}
+        for plant in (planted, transient):  # the ISR of each back to its partition's replicas
+            replicas = json.loads(client.get(f"/brokers/topics/{plant.topic}")[0])["partitions"][str(plant.partition)]
+            repaired[plant.path] = json.dumps({**json.loads(client.get(plant.path)[0]), "isr": replicas}).encode()
         repaired_at = time.monotonic()
-        client.set(planted.path, json.dumps({**state, "isr": replicas}).encode())
+        for path, data in repaired.items():
+            client.set(path, data)
     finally:
         client.stop()
         client.close()
@@ -285,5 +292,5 @@ def _event_driven_audits(services: AirflowServices, sim: Simulator, posts: list[
                                  "the event-driven audit's resolve", poll_s=0.5)
     resolve_latency = time.monotonic() - repaired_at
     runs = services.wait_for(lambda: _event_runs_ended(services, ended + 1), WAIT_S, "the repair's run to end")
-    return EventAudits(planted.path, fired, resolved, list(posts[start:]), [dict(r) for r in runs], alert_latency,
-                       resolve_latency)
+    return EventAudits(planted.path, transient.path, fired, resolved, list(posts[start:]), [dict(r) for r in runs],
+                       alert_latency, resolve_latency)

@@ -8,7 +8,8 @@ as a user installs it (a wheel in a new venv, one copied DAG file: tests/system/
 test`` on the same cluster into the same warehouse: the test holds the warehouse's gate lock until both runs wait
 for it, so the two gates are known to contend; both must then finish with their own, intact results. Then the
 triggerer's watch of the live cluster starts event-driven audits of just that cluster: a planted violation sends a
-trigger alert, its repair a resolve with the same key, and the dead cluster still alerts only once.
+trigger alert, its repair a resolve with the same key, a transient violation healed within its ``for`` sends nothing,
+and the dead cluster still alerts only once.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 import pyarrow.parquet as pq
 import pytest
 
-from tests.system.scheduled_run import DAG_ID, EVENTS_DAG_ID, PLANTED, RETRY_DELAY_S
+from tests.system.scheduled_run import DAG_ID, EVENTS_DAG_ID, PLANTED, RETRY_DELAY_S, TRANSIENT
 
 pytestmark = pytest.mark.dag
 
@@ -148,3 +149,24 @@ def test_a_planted_violation_is_audited_by_the_event_driven_dag_and_alerts_then_
 def test_the_dead_cluster_still_alerts_only_once_with_events_on(scheduled):
     failures = [p for p in scheduled.events.posts if p["json"].get("kafka_zk_audit", {}).get("kind") == "task_failure"]
     assert failures == []  # its watch never connects and never fires; the hourly run alerted (above)
+
+
+def test_a_transient_violation_healed_within_its_for_is_pending_then_healed_and_sends_nothing(scheduled):
+    events = scheduled.events
+    listed = [(field, e["key"]) for p in events.posts for field in ("started_firing", "resolved")
+              for e in p["json"].get("kafka_zk_audit", {}).get(field) or () if e["check_id"] == TRANSIENT]
+    assert listed == [], events.posts
+    # what the event-driven audits' alerts found: pending in the first, healed while pending in the second
+    records = [json.loads(path.read_text()) for path in scheduled.warehouse.glob("runs/*/alerts.json")
+               if path.parent.name not in scheduled.hourly_snapshot_ids]
+    assert len(records) == 2, [r["snapshot_id"] for r in records]
+    first, second = sorted(records, key=lambda r: r["snapshot_id"])
+
+    def subjects(record: dict, field: str) -> list[str]:
+        return [e["key"] for e in record["lifecycle"][field] if e["check_id"] == TRANSIENT]
+
+    pending = subjects(first, "pending")
+    assert len(pending) == 1 and subjects(first, "firing") == []
+    assert subjects(second, "healed_while_pending") == pending and subjects(second, "resolved") == []
+    assert not any(key in pending for d in first["deliveries"] + second["deliveries"]
+                   for key in d.get("triggers", []) + d.get("resolves", []))
