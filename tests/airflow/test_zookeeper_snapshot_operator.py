@@ -60,6 +60,12 @@ def test_hook_says_whether_its_identity_may_read_the_chroot(zk_server, zk_chroot
 
 SMTP_PASSWORD = "smtp-secret"
 RECIPIENT = ALERT_ROUTES["email_to"][0]
+SLACK_TOKEN = "T0SNAP/B0SNAP/snapshot-slack-5ecret"
+PAGERDUTY_KEY = "snapshot-Routing-Key-5ecret"
+OPSGENIE_KEY = "snapshot-0psgenie-Key-5ecret"
+# a route of its own for the paging channels, taking only critical findings: a failed task goes to every route
+PAGING_ROUTE = {"severities": ["critical"], "slack_conn_id": "slack_failures", "pagerduty_conn_id": "pd_failures",
+                "opsgenie_conn_id": "og_failures"}
 
 
 @pytest.fixture(scope="module")
@@ -80,11 +86,18 @@ def snapshot_run(airflow_db, zk_server, zookeeper_data, tmp_path_factory) -> Ite
         client.close()
     settings = base / "settings.yaml"
     with smtp_receiver(SMTP_PASSWORD) as (smtp_port, inbox), webhook_receiver() as webhook, \
-            pytest.MonkeyPatch.context() as patch:
+            webhook_receiver(tls_dir=base / "tls") as pagerduty, pytest.MonkeyPatch.context() as patch:
         patch.setenv("AIRFLOW_CONN_ZK_LIVE", json.dumps({"conn_type": "zookeeper", "host": zk_server.hosts,
                                                          "extra": {"chroot": chroot}}))
         route_alerts(patch, smtp_port, SMTP_PASSWORD, webhook)
-        settings.write_text(yaml.safe_dump({"alerts": ALERT_ROUTES}))
+        patch.setenv("AIRFLOW_CONN_SLACK_FAILURES", json.dumps(
+            {"conn_type": "slackwebhook", "host": webhook.url("/slack"), "password": SLACK_TOKEN}))
+        patch.setenv("AIRFLOW_CONN_OG_FAILURES", json.dumps(
+            {"conn_type": "opsgenie", "host": webhook.url("/opsgenie"), "password": OPSGENIE_KEY}))
+        patch.setenv("AIRFLOW_CONN_PD_FAILURES", json.dumps(
+            {"conn_type": "pagerduty_events", "host": pagerduty.url("/pagerduty"), "password": PAGERDUTY_KEY,
+             "extra": {"ca_bundle": pagerduty.ca_file}}))
+        settings.write_text(yaml.safe_dump({"alerts": {**ALERT_ROUTES, "routes": [PAGING_ROUTE]}}))
         with DAG("snapshot_operator", schedule=None, start_date=START, params={"label": "t1"},
                  default_args={"on_failure_callback": TaskFailureNotifier(audit_config=str(settings))}) as dag:
             snapshot = ZooKeeperSnapshotOperator.partial(
@@ -105,7 +118,7 @@ def snapshot_run(airflow_db, zk_server, zookeeper_data, tmp_path_factory) -> Ite
             snapshot_ids(snapshot.output)
         outcome = run_dag(dag)
         yield {"outcome": outcome, "warehouse": Warehouse(str(base / "warehouse")), "inbox": inbox.messages(),
-               "webhook": list(webhook.posts)}
+               "webhook": list(webhook.posts), "pagerduty": list(pagerduty.posts)}
 
 
 def test_each_cluster_pushes_its_snapshot_id_and_the_tasks_after_get_a_list(snapshot_run):
@@ -132,5 +145,26 @@ def test_a_failed_snapshot_alerts_with_its_cluster_task_and_error(snapshot_run):
     assert "gone" in message["Subject"] and "snapshot" in message["Subject"]
     body = message.get_body(("html",)).get_content()
     assert "FilesSourceError" in body and "no-such-dir" in body
-    [post] = snapshot_run["webhook"]
-    assert post["path"] == "/hook/alerts" and "gone" in json.dumps(post["json"])
+    [post] = [p for p in snapshot_run["webhook"] if p["path"] == "/hook/alerts"]
+    assert "gone" in json.dumps(post["json"])
+
+
+def test_a_failed_snapshot_pages_every_route_once_with_a_key_of_its_cluster_and_task(snapshot_run):
+    """The paging route takes only critical findings, yet gets the failure: a cluster nobody can audit is unwatched.
+    Slack gets the message, PagerDuty and Opsgenie one trigger each, keyed by cluster and task; no secret in the
+    log."""
+    key = "kafka-zk-audit:gone:task_failed:snapshot"
+    posts = snapshot_run["webhook"]
+    [slack] = [p for p in posts if p["path"] == f"/slack/{SLACK_TOKEN}"]
+    assert "gone" in slack["json"]["text"] and "audit could NOT complete" in slack["json"]["text"]
+    [opsgenie] = [p for p in posts if p["path"] == "/opsgenie/v2/alerts"]
+    assert opsgenie["json"]["alias"] == key and opsgenie["json"]["priority"] == "P1"
+    assert opsgenie["json"]["entity"] == "gone" and "FilesSourceError" in opsgenie["json"]["description"]
+    [event] = [p["json"] for p in snapshot_run["pagerduty"] if p["path"] == "/pagerduty/v2/enqueue"]
+    assert event["event_action"] == "trigger" and event["dedup_key"] == key
+    assert event["routing_key"] == PAGERDUTY_KEY
+    assert event["payload"]["severity"] == "critical" and event["payload"]["group"] == "gone"
+    assert event["payload"]["component"] == "snapshot"
+    assert len(posts) == 3 and len(snapshot_run["pagerduty"]) == 1  # nothing for the two clusters that succeeded
+    for secret in (SLACK_TOKEN, OPSGENIE_KEY, PAGERDUTY_KEY, SMTP_PASSWORD):
+        assert secret not in snapshot_run["outcome"].log

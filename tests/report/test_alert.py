@@ -200,6 +200,8 @@ def all_logs(caplog: pytest.LogCaptureFixture) -> str:
 def test_failed_gate_alerts_by_email_and_webhook(warehouse, smtp_server, webhook_server, tmp_path, monkeypatch,
                                                  caplog):
     caplog.set_level(logging.DEBUG)
+    # urllib3's own level too: a swagger client (Opsgenie's SDK) sets it to WARNING for its whole process
+    caplog.set_level(logging.DEBUG, logger="urllib3")
     smtp_port, inbox = smtp_server
     config = configure(tmp_path, monkeypatch, smtp_port=smtp_port, webhook=webhook_server.url(f"/hook/{WEBHOOK_TOKEN}"))
     seed(warehouse)  # S1's offline partition fires already

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka_zk_audit.report.alert import SUBJECT_PREFIX, Alert
+from kafka_zk_audit.report.lifecycle import KEY_PREFIX
 
 ERROR_CHARS = 1500
 
@@ -31,6 +32,19 @@ class TaskFailure:
 
 
 HISTORY_TASK = "history"
+FLEET = "fleet"  # the key's cluster of a task that is not per cluster
+
+
+def failure_key(failure: TaskFailure) -> str:
+    """The failure's dedup key for PagerDuty and Opsgenie: ``kafka-zk-audit:<cluster>:task_failed:<task_id>``, the
+    same for every run and DAG in which that task fails for that cluster, so repeated failures are one incident."""
+    return f"{KEY_PREFIX}:{(failure.cluster or FLEET)[:120]}:task_failed:{failure.task_id[:100]}"
+
+
+def failure_severity(failure: TaskFailure) -> str:
+    """``critical`` for a run that could not audit (nothing watches the cluster until it is fixed), ``warning`` for
+    a history that could not be built (the audit stands)."""
+    return "warning" if failure.task_id == HISTORY_TASK else "critical"
 
 
 def _what(failure: TaskFailure) -> str:
@@ -55,6 +69,8 @@ def build_failure_alert(failure: TaskFailure) -> Alert:
                        "for the next scheduled run).")
     facts: dict[str, Any] = {
         "kind": "task_failure",
+        "key": failure_key(failure),
+        "severity": failure_severity(failure),
         "dag_id": failure.dag_id,
         "run_id": failure.run_id,
         "task_id": failure.task_id,

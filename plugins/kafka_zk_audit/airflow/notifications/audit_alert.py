@@ -108,7 +108,7 @@ def deliver(warehouse: Warehouse, snapshot_id: str, cfg: AuditConfig, verdict: d
             if alert is not None:
                 log.info("audit alert for snapshot %s: %s", snapshot_id, alert.subject)
                 keys = {"triggers": [e["key"] for e in triggered], "resolves": [e["key"] for e in resolved]}
-                for channel, target, send in _digest_channels(alert, route, cfg):
+                for channel, target, send in digest_channels(alert, route, cfg):
                     deliveries.append({"route": index, "channel": channel, "target": target, **keys, "ok": send()})
         for channel, conn_id in (("pagerduty", route.pagerduty_conn_id), ("opsgenie", route.opsgenie_conn_id)):
             if not conn_id:
@@ -129,7 +129,8 @@ def deliver(warehouse: Warehouse, snapshot_id: str, cfg: AuditConfig, verdict: d
     return deliveries
 
 
-def _digest_channels(alert: Alert, route: AlertRoute, cfg: AuditConfig) -> list[tuple[str, str, Any]]:
+def digest_channels(alert: Alert, route: AlertRoute, cfg: AuditConfig) -> list[tuple[str, str, Any]]:
+    """The route's message channels (e-mail, webhook, Slack) for ``alert``: (channel, target, send) each."""
     found: list[tuple[str, str, Any]] = []
     if route.email_to:
         found.append(("email", ", ".join(route.email_to),

@@ -1,8 +1,11 @@
 """``TaskFailureNotifier``: every task's failure callback, so a run that could not audit is as loud as a failed gate.
 
-It tells which cluster (for a per-cluster mapped task), which task, why (the exception) and where the log is,
-through the same e-mail and webhook connections as the gate's alert. A failed gate is the gate alert's job
-(``AuditAlertNotifier``): failures that only report the gate's verdict are skipped here.
+It tells which cluster (for a per-cluster mapped task), which task, why (the exception) and where the log is, to
+every route of that cluster's settings (``AuditConfig.alert_routes``), whatever severities the route takes: nothing
+else watches a cluster whose audit could not run. E-mail, webhook and Slack get the message; PagerDuty and Opsgenie
+a trigger keyed by ``report.failure.failure_key`` (cluster and task), so a task that keeps failing is one incident,
+resolved by hand once the runs succeed again. A failed gate is the gate alert's job (``AuditAlertNotifier``):
+failures that only report the gate's verdict are skipped here.
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ from typing import Any
 
 from airflow.sdk import BaseNotifier
 
-from kafka_zk_audit.airflow.notifications.audit_alert import AuditAlertNotifier
-from kafka_zk_audit.contract.settings import load_config
-from kafka_zk_audit.report.failure import TaskFailure, build_failure_alert
+from kafka_zk_audit.airflow.notifications import channels
+from kafka_zk_audit.airflow.notifications.audit_alert import digest_channels
+from kafka_zk_audit.contract.settings import AuditConfig, load_config
+from kafka_zk_audit.report.alert import Alert
+from kafka_zk_audit.report.failure import TaskFailure, build_failure_alert, failure_key, failure_severity
 
 log = logging.getLogger(__name__)
 
@@ -44,13 +49,14 @@ class TaskFailureNotifier(BaseNotifier):
         try:
             failure = self.describe(context)
             cfg = load_config(self.audit_config or None)
+            if failure.cluster and failure.cluster in cfg.cluster_names():
+                cfg = cfg.for_cluster(failure.cluster)
             alert = build_failure_alert(failure)
         except Exception as problem:  # an alert problem must not hide the task's own failure
             log.error("failure alert not sent: it could not be built: %s: %s", type(problem).__name__, problem)
             return
         log.error("%s", alert.subject)
-        AuditAlertNotifier.send_email(alert, cfg)
-        AuditAlertNotifier.send_webhook(alert, cfg)
+        deliver_failure(alert, failure, cfg)
 
     @staticmethod
     def describe(context: Any) -> TaskFailure:
@@ -74,3 +80,32 @@ class TaskFailureNotifier(BaseNotifier):
             try_number=getattr(ti, "try_number", None),
             log_url=log_url if isinstance(log_url, str) else None,
         )
+
+
+def deliver_failure(alert: Alert, failure: TaskFailure, cfg: AuditConfig) -> list[dict[str, Any]]:
+    """Send the failure's alert to every route of ``cfg``; one record per message or event with its outcome (never
+    raises: a failed delivery is logged by its channel)."""
+    routes = cfg.alert_routes()
+    if not routes:
+        log.info("failure alert not sent: no alert route (alerts.email_to, alerts.webhook_conn_id and alerts.routes "
+                 "are empty)")
+    key, severity, cluster = failure_key(failure), failure_severity(failure), failure.cluster or "fleet"
+    details = {name: str(value) for name, value in alert.facts.items() if value is not None}
+    deliveries: list[dict[str, Any]] = []
+    for index, route in enumerate(routes):
+        for channel, target, send in digest_channels(alert, route, cfg):
+            deliveries.append({"route": index, "channel": channel, "target": target, "ok": send()})
+        if route.pagerduty_conn_id:
+            web = failure.log_url and failure.log_url.startswith(("http://", "https://"))
+            ok = channels.send_pagerduty(
+                route.pagerduty_conn_id, "trigger", key, summary=alert.subject, severity=severity,
+                component=failure.task_id, group=cluster, details=details,
+                links=[{"href": failure.log_url, "text": "task log"}] if web else None)
+            deliveries.append({"route": index, "channel": "pagerduty", "target": route.pagerduty_conn_id, "ok": ok})
+        if route.opsgenie_conn_id:
+            ok = channels.send_opsgenie(
+                route.opsgenie_conn_id, "trigger", key, message=alert.subject, severity=severity,
+                description=alert.text, entity=cluster, details=details,
+                tags=("kafka-zk-audit", cluster, "task_failed"))
+            deliveries.append({"route": index, "channel": "opsgenie", "target": route.opsgenie_conn_id, "ok": ok})
+    return deliveries
