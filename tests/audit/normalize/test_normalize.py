@@ -6,17 +6,18 @@ by row. Examples marked "seed" are real data published in articles on Kafka's Zo
 004: the project's seed articles), kept as published apart from obvious typos. Each table is
 collected once (module fixture); the tests only look at Python rows. The input is a ``keyed(SNAPSHOT)``
 frame; every row of every table carries its snapshot's ``snapshot_id``, checked and dropped on collection.
-Two snapshots normalized together give exactly what each gives alone (the last test).
+Two snapshots normalized together give exactly what each gives alone (the last test; the first of the two is the
+one snapshot the other tests look at, normalized alone once).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit.normalize import NormalizedTables, normalize
 from kafka_zk_audit.contract.schemas import KEY, SNAPSHOT, TABLES, keyed
@@ -41,12 +42,6 @@ def snapshot_frame(spark: SparkSession, rows: list[tuple], snapshot_id: str = SN
     """Snapshot rows (``znode_row`` tuples) as a ``keyed(SNAPSHOT)`` frame of one snapshot."""
     return spark.createDataFrame([(snapshot_id, *row) for row in rows], keyed(SNAPSHOT))
 
-
-def collect_unkeyed(frame: DataFrame, snapshot_id: str = SNAPSHOT_ID) -> list[dict[str, Any]]:
-    """The frame's rows as dicts without the key, once every row is checked to carry ``snapshot_id``."""
-    rows = [row.asDict(recursive=True) for row in frame.collect()]
-    assert {row.pop(KEY) for row in rows} <= {snapshot_id}
-    return rows
 
 ZNODES: list[tuple] = [
     # --- brokers: v1 0.8.0 hand-built, v1 seed, v2, v3 rack present/absent/null, v4, v5
@@ -380,19 +375,53 @@ ZNODES: list[tuple] = [
 VALID_PATHS = {row[0] for row in ZNODES}
 
 
-@pytest.fixture(scope="module")
-def tables(spark) -> dict[str, Any]:
-    """Every table collected once: {table: [row dicts]}, plus the frames' schemas under "_schemas"."""
-    corpus = [
-        znode_row(case.path, case.data, mzxid=CORPUS_MZXID, ephemeral_owner=case.ephemeral_owner)
-        for case in CORPUS
-    ]
-    rows = ZNODES + corpus
-    # One input partition: fewer tasks per table on the shared 2-core machine.
-    normalized = normalize(snapshot_frame(spark, rows).coalesce(1))
-    collected: dict[str, Any] = {name: collect_unkeyed(frame) for name, frame in normalized.items()}
-    collected["_schemas"] = {name: frame.schema for name, frame in normalized.items()}
+# The snapshot the tests look at: every valid znode, the malformed corpus, an unreadable znode and a partition
+# state without an assignment (topic2/7). The last test normalizes it together with QUIET: nearly nothing, but an
+# assignment of topic2/7 without a state, which the partitions join must not pair with BUSY's state.
+BUSY = [
+    *ZNODES,
+    *(znode_row(case.path, case.data, mzxid=CORPUS_MZXID, ephemeral_owner=case.ephemeral_owner) for case in CORPUS),
+    znode_row("/config/users/carol", None, unreadable="no_read_permission"),
+]
+QUIET_ID = "20260102T000000Z"
+QUIET = [
+    znode_row("/brokers/ids", None, num_children=0),
+    znode_row("/brokers/topics/topic2", '{"version":1,"partitions":{"7":[2]}}'),
+]
+
+
+def keyed_rows(normalized: NormalizedTables) -> dict[str, list[dict[str, Any]]]:
+    """Each table's rows as dicts with their ``snapshot_id`` (one Spark job per table: a union of every table
+    costs more to plan), then the cache released."""
+    rows = {name: [row.asDict(recursive=True) for row in frame.collect()] for name, frame in normalized.items()}
     normalized.release()
+    return rows
+
+
+def as_texts(rows: dict[str, list[dict[str, Any]]]) -> dict[str, list[str]]:
+    """Each table's rows as sorted JSON texts, to compare row for row."""
+    return {name: sorted(json.dumps(row, sort_keys=True, default=str) for row in table)
+            for name, table in rows.items()}
+
+
+@pytest.fixture(scope="module")
+def busy_alone(spark) -> dict[str, Any]:
+    """BUSY normalized alone (one input partition: fewer tasks per table on the shared 2-core machine): each
+    table's keyed rows, and the frames' schemas under "_schemas"."""
+    normalized = normalize(snapshot_frame(spark, BUSY).coalesce(1))
+    schemas = {name: frame.schema for name, frame in normalized.items()}
+    return {**keyed_rows(normalized), "_schemas": schemas}
+
+
+@pytest.fixture(scope="module")
+def tables(busy_alone: dict[str, Any]) -> dict[str, Any]:
+    """Every table of BUSY: {table: [row dicts]} without the key (checked to be SNAPSHOT_ID), plus the frames'
+    schemas under "_schemas"."""
+    collected: dict[str, Any] = {"_schemas": busy_alone["_schemas"]}
+    for name in busy_alone["_schemas"]:
+        rows = [dict(row) for row in busy_alone[name]]
+        assert {row.pop(KEY) for row in rows} <= {SNAPSHOT_ID}, name
+        collected[name] = rows
     return collected
 
 
@@ -865,47 +894,19 @@ def test_consumer_offsets_numbers_only_when_decimal(tables):
     }
 
 
-# Two snapshots normalized together. A: every valid znode, the malformed corpus, an unreadable znode and
-# partition states without an assignment (topic2/7, shared/0); B: nearly nothing, but an assignment of
-# shared/0 without a state, which the partitions join must not pair with A's state.
-SHARED_STATE = '{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":[1]}'
-BUSY = [
-    *ZNODES,
-    *(znode_row(case.path, case.data, mzxid=CORPUS_MZXID, ephemeral_owner=case.ephemeral_owner) for case in CORPUS),
-    znode_row("/config/users/carol", None, unreadable="no_read_permission"),
-    znode_row("/brokers/topics/shared/partitions/0/state", SHARED_STATE),
-]
-QUIET = [
-    znode_row("/brokers/ids", None, num_children=0),
-    znode_row("/brokers/topics/shared", '{"version":1,"partitions":{"0":[2]}}'),
-]
-
-
-def every_row(normalized: NormalizedTables) -> dict[str, list[str]]:
-    """Each table's rows as sorted JSON texts (one Spark job for all tables), then the cache released."""
-    frames = [frame.select(F.lit(name).alias("table"), F.to_json(F.struct("*")).alias("row"))
-              for name, frame in normalized.items()]
-    union = frames[0]
-    for frame in frames[1:]:
-        union = union.union(frame)
-    rows: dict[str, list[str]] = {name: [] for name in normalized}
-    for row in union.collect():
-        rows[row["table"]].append(row["row"])
-    normalized.release()
-    return {name: sorted(texts) for name, texts in rows.items()}
-
-
-def test_two_snapshots_together_give_the_union_of_each_alone(spark):
-    busy, quiet = snapshot_frame(spark, BUSY, "busy"), snapshot_frame(spark, QUIET, "quiet")
-    together = every_row(normalize(busy.union(quiet).coalesce(1)))
-    alone_busy, alone_quiet = every_row(normalize(busy.coalesce(1))), every_row(normalize(quiet.coalesce(1)))
+def test_two_snapshots_together_give_the_union_of_each_alone(spark, busy_alone: dict[str, Any]) -> None:
+    busy, quiet = snapshot_frame(spark, BUSY), snapshot_frame(spark, QUIET, QUIET_ID)
+    together = as_texts(keyed_rows(normalize(busy.union(quiet).coalesce(1))))
+    alone_quiet = as_texts(keyed_rows(normalize(quiet.coalesce(1))))
+    alone_busy = as_texts({name: busy_alone[name] for name in TABLES})
     for name in TABLES:
         assert together[name] == sorted(alone_busy[name] + alone_quiet[name]), name
-    # The cases the batch must keep apart are there: malformed, unreadable and unassigned in "busy" only.
+    # The cases the batch must keep apart are there: malformed, unreadable and unassigned in BUSY only.
     assert alone_busy["malformed_znodes"] and not alone_quiet["malformed_znodes"]
     assert alone_busy["unreadable_znodes"] and not alone_quiet["unreadable_znodes"]
     assert alone_quiet["topics"] and not alone_quiet["brokers"]
-    shared = [row for row in together["partitions"] if '"topic":"shared"' in row]
-    assert len(shared) == 2
-    assert any('"snapshot_id":"busy"' in row and '"assigned":false,"has_state":true' in row for row in shared)
-    assert any('"snapshot_id":"quiet"' in row and '"assigned":true,"has_state":false' in row for row in shared)
+    pair = {row[KEY]: row for row in map(json.loads, together["partitions"])
+            if (row["topic"], row["partition"]) == ("topic2", 7)}
+    assert set(pair) == {SNAPSHOT_ID, QUIET_ID}
+    assert (pair[SNAPSHOT_ID]["assigned"], pair[SNAPSHOT_ID]["has_state"]) == (False, True)
+    assert (pair[QUIET_ID]["assigned"], pair[QUIET_ID]["has_state"]) == (True, False)
