@@ -1,6 +1,6 @@
 """The command line's ``main`` run in the test's own process: its exit code and what it printed, without the new
 interpreter that imports the package for each call (about 2 s). Each test module still runs the installed console
-script itself for its first call."""
+script itself at least once (tests/cli/console_script.py)."""
 
 from __future__ import annotations
 

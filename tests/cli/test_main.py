@@ -3,62 +3,34 @@ complete) and the failed task read from the run's log (a whole run: tests/system
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from kafka_zk_audit.cli.runner import first_failed_task
 from kafka_zk_audit_testing.zk_server import free_port
+from tests.cli.console_script import Background, airflow_home_env
 from tests.cli.in_process import Ran, run_main
-
-CLI = str(Path(sys.executable).parent / "kafka-zk-audit")
-
-
-def cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([CLI, *args], env=env, capture_output=True, text=True, timeout=900)
 
 
 @pytest.fixture
-def cli_env(tmp_path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
-    env["AIRFLOW_HOME"] = str(tmp_path / "airflow")
-    return env
+def cli_env(tmp_path: Path) -> dict[str, str]:
+    """The console script's environment with an Airflow home of the test's own (absent until Airflow starts)."""
+    return airflow_home_env(tmp_path)
 
 
-def test_usage_and_connection_errors_exit_2(cli_env, tmp_path, capsys, monkeypatch):
-    def run(args: list[str], env: dict[str, str] | None = None) -> Ran:
-        return run_main(args, capsys, monkeypatch, {"AIRFLOW_HOME": cli_env["AIRFLOW_HOME"], **(env or {})})
-
-    usage = cli(["run"], cli_env)
-    assert usage.returncode == 2 and "--zk" in usage.stderr
-    bad = run(["run", "--zk", "no-port-here"])
-    assert bad.returncode == 2 and "HOST:PORT" in bad.stderr
+@pytest.fixture(scope="module", autouse=True)
+def lone_dead_cluster_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Background, int, Path]]:
+    """``run --zk`` of one ensemble nobody listens for, through the console script: (the call, its port, its
+    folder). Started with the module, so that its 10 s pre-flight overlaps the other tests (the dead member of a
+    fleet waits as long)."""
+    folder = tmp_path_factory.mktemp("lone-dead")
     port = free_port()  # nothing listens there
-    down = run(["run", "--zk", f"127.0.0.1:{port}", "--warehouse", str(tmp_path / "wh")])
-    assert down.returncode == 2, down.stderr
-    assert f"cannot reach ZooKeeper at 127.0.0.1:{port}" in down.stderr and "ensemble is up" in down.stderr
-    bad_auth = run(["run", "--zk", f"127.0.0.1:{free_port()}"], {"KAFKA_ZK_AUDIT_ZK_AUTH": "oops"})
-    assert bad_auth.returncode == 2 and "digest:USER:PASSWORD" in bad_auth.stderr
-    assert not Path(cli_env["AIRFLOW_HOME"]).exists()  # no Airflow was started for any of these
-
-
-def test_bad_settings_file_exits_2_naming_key_and_line_before_airflow_starts(cli_env, tmp_path, capsys, monkeypatch):
-    settings = tmp_path / "audit.yaml"
-    settings.write_text("# my overrides\nsla:\n  reassignment: 6h\n  preferred_election: soon\n"
-                        "severity_overrides:\n  leader_in_isr: warning\n")
-    # an unreachable ZooKeeper too: the settings are checked first, so only they are reported
-    result = cli(["run", "--zk", f"127.0.0.1:{free_port()}", "--config", str(settings)], cli_env)
-    assert result.returncode == 2, result.stderr
-    assert f"{settings}, line 4: 'sla.preferred_election' is 'soon'" in result.stderr
-    assert f"{settings}, line 6: 'severity_overrides.leader_in_isr'" in result.stderr
-    assert "not a check id" in result.stderr and "cannot reach ZooKeeper" not in result.stderr
-    assert "Airflow log:" not in result.stderr and not Path(cli_env["AIRFLOW_HOME"]).exists()
-    missing = run_main(["run", "--zk", f"127.0.0.1:{free_port()}", "--config", str(tmp_path / "nope.yaml")], capsys,
-                       monkeypatch, {"AIRFLOW_HOME": cli_env["AIRFLOW_HOME"]})
-    assert missing.returncode == 2 and "nope.yaml: cannot read it" in missing.stderr
+    call = Background(["run", "--zk", f"127.0.0.1:{port}", "--warehouse", str(folder / "wh")],
+                      airflow_home_env(folder))
+    yield call, port, folder
+    call.stop()
 
 
 LOG_OF_A_FAILED_SNAPSHOT = """\
@@ -137,3 +109,40 @@ def test_the_command_lines_clusters_replace_those_of_the_settings_file(tmp_path,
     assert _run_settings(str(settings), [], tmp_path / "run", "run0002") == str(settings.resolve())
     env = airflow_env(airflow_home=tmp_path / "home", connections=connections, base={})
     assert json.loads(env["AIRFLOW_CONN_CLI_A"])["extra"]["auth"] == "digest:kafka:pw-from-env"
+
+
+# after the tests that the lone dead cluster's pre-flight overlaps
+def test_usage_and_connection_errors_exit_2(lone_dead_cluster_run, cli_env, capsys, monkeypatch):
+    def run(args: list[str], env: dict[str, str] | None = None) -> Ran:
+        return run_main(args, capsys, monkeypatch, {"AIRFLOW_HOME": cli_env["AIRFLOW_HOME"], **(env or {})})
+
+    usage = run(["run"])
+    assert usage.returncode == 2 and "--zk" in usage.stderr
+    bad = run(["run", "--zk", "no-port-here"])
+    assert bad.returncode == 2 and "HOST:PORT" in bad.stderr
+    call, port, folder = lone_dead_cluster_run
+    down = call.result()
+    assert down.returncode == 2, down.stderr
+    assert f"cannot reach ZooKeeper at 127.0.0.1:{port}" in down.stderr and "ensemble is up" in down.stderr
+    bad_auth = run(["run", "--zk", f"127.0.0.1:{free_port()}"], {"KAFKA_ZK_AUDIT_ZK_AUTH": "oops"})
+    assert bad_auth.returncode == 2 and "digest:USER:PASSWORD" in bad_auth.stderr
+    # no Airflow was started for any of these
+    assert not Path(cli_env["AIRFLOW_HOME"]).exists() and not (folder / "airflow").exists()
+
+
+def test_bad_settings_file_exits_2_naming_key_and_line_before_airflow_starts(cli_env, tmp_path, capsys, monkeypatch):
+    def run(args: list[str]) -> Ran:
+        return run_main(args, capsys, monkeypatch, {"AIRFLOW_HOME": cli_env["AIRFLOW_HOME"]})
+
+    settings = tmp_path / "audit.yaml"
+    settings.write_text("# my overrides\nsla:\n  reassignment: 6h\n  preferred_election: soon\n"
+                        "severity_overrides:\n  leader_in_isr: warning\n")
+    # an unreachable ZooKeeper too: the settings are checked first, so only they are reported
+    result = run(["run", "--zk", f"127.0.0.1:{free_port()}", "--config", str(settings)])
+    assert result.returncode == 2, result.stderr
+    assert f"{settings}, line 4: 'sla.preferred_election' is 'soon'" in result.stderr
+    assert f"{settings}, line 6: 'severity_overrides.leader_in_isr'" in result.stderr
+    assert "not a check id" in result.stderr and "cannot reach ZooKeeper" not in result.stderr
+    assert "Airflow log:" not in result.stderr and not Path(cli_env["AIRFLOW_HOME"]).exists()
+    missing = run(["run", "--zk", f"127.0.0.1:{free_port()}", "--config", str(tmp_path / "nope.yaml")])
+    assert missing.returncode == 2 and "nope.yaml: cannot read it" in missing.stderr

@@ -4,9 +4,7 @@ by hand, snapshotted, audited by spark-submit for a migration with Kafka 3.9, re
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,23 +12,30 @@ from kazoo.client import KazooClient
 
 from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
 from kafka_zk_audit_testing.zk_server import free_port
+from tests.cli.console_script import Background, clean_env, cli
 from tests.cli.in_process import run_main
 
-CLI = str(Path(sys.executable).parent / "kafka-zk-audit")
 SPEC = ClusterSpec(era="3.x", brokers=3, racks=1, topics=3, partitions=2, replication_factor=2,
                    groups=1, consumers_per_group=1, threads_per_consumer=1, seed=12)
 PASSWORD = "readiness-5ecret-pw"
 
 
-def cli(args: list[str], extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "KAFKA_ZK_AUDIT"))}
-    return subprocess.run([CLI, *args], env={**env, **(extra_env or {})}, capture_output=True, text=True,
-                          timeout=900)
+@pytest.fixture(scope="module")
+def unreachable_readiness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Background, int, Path]]:
+    """``readiness`` of an ensemble nobody listens for, through the console script: (the call, its port, its
+    warehouse). Started in the background before the module's readiness run, so that its 10 s pre-flight waits
+    while that run's Spark audit works."""
+    warehouse = tmp_path_factory.mktemp("unreachable") / "wh"
+    port = free_port()  # nothing listens there
+    call = Background(["readiness", "--zk", f"127.0.0.1:{port}", "--warehouse", str(warehouse)])
+    yield call, port, warehouse
+    call.stop()
 
 
 @pytest.fixture(scope="module")
-def blocked_run(zk_server, tmp_path_factory):
-    """The CLI's readiness run on a 3.x cluster whose /cluster/id was deleted (R17, a blocker at every target)."""
+def blocked_run(zk_server, tmp_path_factory, unreachable_readiness):
+    """The CLI's readiness run on a 3.x cluster whose /cluster/id was deleted (R17, a blocker at every target); the
+    module's unreachable readiness call (a parameter) runs in the background meanwhile."""
     chroot = "/cli_readiness"
     zk_server.ensure_chroot(chroot)
     warehouse = tmp_path_factory.mktemp("readiness") / "wh"
@@ -44,7 +49,7 @@ def blocked_run(zk_server, tmp_path_factory):
         # a digest identity the snapshot logs in with: it must reach no output, no file and no process argument
         result = cli(["readiness", "--zk", zk_server.hosts + chroot, "--target", "3.9", "--warehouse",
                       str(warehouse), "--spark-master", "local[2]"],
-                     {"KAFKA_ZK_AUDIT_ZK_AUTH": f"digest:auditor:{PASSWORD}"})
+                     clean_env({"KAFKA_ZK_AUDIT_ZK_AUTH": f"digest:auditor:{PASSWORD}"}))
     finally:
         client.stop()
         client.close()
@@ -88,14 +93,15 @@ def test_readiness_keeps_the_zookeeper_password_out_of_every_output(blocked_run)
     assert PASSWORD.encode() not in written
 
 
-def test_readiness_usage_errors_exit_2_before_anything_starts(zk_server, tmp_path, capsys, monkeypatch):
-    bad_target = cli(["readiness", "--zk", zk_server.hosts, "--target", "4.0", "--warehouse", str(tmp_path / "wh")])
+def test_readiness_usage_errors_exit_2_before_anything_starts(zk_server, unreachable_readiness, tmp_path, capsys,
+                                                             monkeypatch):
+    bad_target = run_main(["readiness", "--zk", zk_server.hosts, "--target", "4.0", "--warehouse",
+                           str(tmp_path / "wh")], capsys, monkeypatch)
     assert bad_target.returncode == 2, bad_target.stderr
     assert "--target: target version '4.0' is not a Kafka release" in bad_target.stderr and bad_target.stdout == ""
-    port = free_port()
-    down = run_main(["readiness", "--zk", f"127.0.0.1:{port}", "--warehouse", str(tmp_path / "wh")], capsys,
-                    monkeypatch)
+    call, port, warehouse = unreachable_readiness
+    down = call.result()
     assert down.returncode == 2 and f"cannot reach ZooKeeper at 127.0.0.1:{port}" in down.stderr
-    assert not (tmp_path / "wh").exists()
+    assert not warehouse.exists() and not (tmp_path / "wh").exists()
     neither = run_main(["readiness", "--target", "3.9"], capsys, monkeypatch)
     assert neither.returncode == 2 and "--zk" in neither.stderr

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.cli.test_main import cli, cli_env  # noqa: F401 (cli_env is a fixture)
+from tests.cli.console_script import airflow_home_env, cli
+from tests.cli.in_process import run_main
 
 
-def test_usage_errors_of_from_files_exit_2(cli_env, tmp_path):  # noqa: F811
-    missing = cli(["run", "--from-files", str(tmp_path / "absent")], cli_env)
-    assert missing.returncode == 2 and "no such directory" in missing.stderr
-    secret = cli(["run", "--from-files", "https://auditor:pw-in-url@127.0.0.1:1/zk/"], cli_env)
+def test_usage_errors_of_from_files_exit_2(tmp_path, capsys, monkeypatch):
+    env = airflow_home_env(tmp_path)
+    secret = cli(["run", "--from-files", "https://auditor:pw-in-url@127.0.0.1:1/zk/"], env)  # as a user runs it
     assert secret.returncode == 2 and "carries a password" in secret.stderr and "pw-in-url" not in secret.stderr
-    zxid = cli(["run", "--from-files", str(tmp_path), "--at-zxid", "zero"], cli_env)
+    missing = run_main(["run", "--from-files", str(tmp_path / "absent")], capsys, monkeypatch,
+                       {"AIRFLOW_HOME": env["AIRFLOW_HOME"]})
+    assert missing.returncode == 2 and "no such directory" in missing.stderr
+    zxid = run_main(["run", "--from-files", str(tmp_path), "--at-zxid", "zero"], capsys, monkeypatch,
+                    {"AIRFLOW_HOME": env["AIRFLOW_HOME"]})
     assert zxid.returncode == 2 and "at_zxid 'zero'" in zxid.stderr
-    assert not Path(cli_env["AIRFLOW_HOME"]).exists()
+    assert not Path(env["AIRFLOW_HOME"]).exists()
 
 
 def test_from_files_becomes_the_runs_files_params(tmp_path):

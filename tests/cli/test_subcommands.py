@@ -4,10 +4,7 @@ three stage subcommands before anything starts."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
+from collections.abc import Iterator
 
 import pyarrow.parquet as pq
 import pytest
@@ -15,17 +12,12 @@ from kazoo.client import KazooClient
 
 from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
 from kafka_zk_audit_testing.zk_server import free_port
+from tests.cli.console_script import Background, airflow_home_env, clean_env, cli
 from tests.cli.in_process import Ran, run_main
 
-CLI = str(Path(sys.executable).parent / "kafka-zk-audit")
 SPEC = ClusterSpec(era="2.x", brokers=3, racks=1, topics=3, partitions=3, replication_factor=2,
                    groups=1, consumers_per_group=2, threads_per_consumer=1, seed=11)
 PASSWORD = "subcommand-5ecret-pw"
-
-
-def cli(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    env = env or {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "KAFKA_ZK_AUDIT"))}
-    return subprocess.run([CLI, *args], env=env, capture_output=True, text=True, timeout=900)
 
 
 def tree_paths(client: KazooClient, path: str = "/") -> set[str]:
@@ -37,8 +29,46 @@ def tree_paths(client: KazooClient, path: str = "/") -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def snapshot_and_audit(zk_server, tmp_path_factory):
-    """One simulated cluster with one planted problem, snapshotted and audited through the command line."""
+def refused_snapshots(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    """Two snapshots the console script refuses after a wait: of an ensemble nobody listens for (its 10 s
+    pre-flight) and through an Airflow connection that does not exist (Airflow's own lookup). Started in the
+    background before the module's Spark audit, so that they wait while it runs."""
+    folder = tmp_path_factory.mktemp("refused")
+    port = free_port()  # nothing listens there
+    down = Background(["snapshot", "--zk", f"127.0.0.1:{port}", "--warehouse", str(folder / "wh")])
+    no_conn = Background(["snapshot", "--conn-id", "no_such_connection_here"], airflow_home_env(folder))
+    yield {"down": down, "port": port, "warehouse": folder / "wh", "no_conn": no_conn}
+    down.stop()
+    no_conn.stop()
+
+
+@pytest.fixture(scope="module")
+def snapshot_through_a_connection(zk_server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    """A snapshot, in the background, of a cluster written with a digest identity, through an Airflow connection
+    that holds its password (the cluster stays open while it runs: its brokers are ephemeral)."""
+    chroot = "/cli_subcommands_digest"
+    zk_server.ensure_chroot(chroot)
+    warehouse = tmp_path_factory.mktemp("through-a-connection") / "wh"
+    sim = Simulator(hosts=zk_server.hosts + chroot, auth=("digest", f"kafka:{PASSWORD}"))
+    call = None
+    try:
+        sim.write(SPEC)
+        env = clean_env({"AIRFLOW_CONN_ZK_SUBCOMMANDS": json.dumps({
+            "conn_type": "zookeeper", "host": zk_server.hosts, "login": "kafka", "password": PASSWORD,
+            "extra": {"chroot": chroot}})})
+        call = Background(["snapshot", "--conn-id", "eu=zk_subcommands", "--warehouse", str(warehouse)], env)
+        yield {"call": call, "warehouse": warehouse, "chroot": chroot}
+    finally:
+        if call is not None:
+            call.result()  # the cluster is closed only after its snapshot
+            call.stop()
+        sim.close()
+
+
+@pytest.fixture(scope="module")
+def snapshot_and_audit(zk_server, tmp_path_factory, refused_snapshots, snapshot_through_a_connection):
+    """One simulated cluster with one planted problem, snapshotted and audited through the command line (the
+    module's other console-script calls, taken as parameters, already run in the background meanwhile)."""
     chroot = "/cli_subcommands"
     zk_server.ensure_chroot(chroot)
     warehouse = tmp_path_factory.mktemp("subcommands") / "wh"
@@ -90,41 +120,30 @@ def test_audit_writes_the_findings_and_prints_audit_json(snapshot_and_audit):
     assert len(rows) == printed["findings"]
 
 
-def test_snapshot_through_an_airflow_connection_keeps_its_password_out_of_every_output(zk_server, zk_chroot,
-                                                                                      tmp_path):
-    sim = Simulator(hosts=zk_server.hosts + zk_chroot, auth=("digest", f"kafka:{PASSWORD}"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "KAFKA_ZK_AUDIT"))}
-    env["AIRFLOW_CONN_ZK_SUBCOMMANDS"] = json.dumps({"conn_type": "zookeeper", "host": zk_server.hosts,
-                                                     "login": "kafka", "password": PASSWORD,
-                                                     "extra": {"chroot": zk_chroot}})
-    try:
-        sim.write(SPEC)
-        result = cli(["snapshot", "--conn-id", "eu=zk_subcommands", "--warehouse", str(tmp_path / "wh")], env)
-    finally:
-        sim.close()
+def test_snapshot_through_an_airflow_connection_keeps_its_password_out_of_every_output(
+        snapshot_through_a_connection):
+    result, warehouse = snapshot_through_a_connection["call"].result(), snapshot_through_a_connection["warehouse"]
     assert result.returncode == 0, result.stderr
     manifest = json.loads(result.stdout)
     assert manifest["cluster"] == "eu" and manifest["snapshot_id"].endswith("-eu")
-    assert manifest["identity"] == "digest:kafka" and manifest["chroot"] == zk_chroot
+    assert manifest["identity"] == "digest:kafka" and manifest["chroot"] == snapshot_through_a_connection["chroot"]
     assert PASSWORD not in result.stdout + result.stderr
-    written = b"".join(p.read_bytes() for p in (tmp_path / "wh").rglob("*") if p.is_file())
+    written = b"".join(p.read_bytes() for p in warehouse.rglob("*") if p.is_file())
     assert PASSWORD.encode() not in written
 
 
-def test_usage_and_connection_errors_exit_2_before_anything_starts(tmp_path, capsys, monkeypatch):
+def test_usage_and_connection_errors_exit_2_before_anything_starts(refused_snapshots, tmp_path, capsys,
+                                                                   monkeypatch):
     def run(args: list[str]) -> Ran:
         return run_main(args, capsys, monkeypatch)
 
-    port = free_port()  # nothing listens there
-    down = cli(["snapshot", "--zk", f"127.0.0.1:{port}", "--warehouse", str(tmp_path / "wh")])
+    down, port = refused_snapshots["down"].result(), refused_snapshots["port"]
     assert down.returncode == 2, down.stderr
     assert f"cannot reach ZooKeeper at 127.0.0.1:{port}" in down.stderr and down.stdout == ""
-    assert not (tmp_path / "wh").exists()
+    assert not refused_snapshots["warehouse"].exists()
     malformed = run(["snapshot", "--zk", "no-port-here"])
     assert malformed.returncode == 2 and "HOST:PORT" in malformed.stderr
-    airflow_home = {**{k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")},
-                    "AIRFLOW_HOME": str(tmp_path / "airflow")}
-    no_conn = cli(["snapshot", "--conn-id", "no_such_connection_here"], airflow_home)
+    no_conn = refused_snapshots["no_conn"].result()
     assert no_conn.returncode == 2 and "no Airflow connection 'no_such_connection_here'" in no_conn.stderr
     neither = run(["snapshot"])
     assert neither.returncode == 2 and "--zk" in neither.stderr
