@@ -13,6 +13,7 @@ import contextlib
 import json
 import shutil
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -110,9 +111,41 @@ def test_the_cluster_is_healthy(audited):
     assert figures["table_rows"]["brokers"] == BROKERS
 
 
-def test_a_user_expectation_gates_by_its_meta_severity(audited, tmp_path):
+@dataclass(frozen=True)
+class GateRun:
+    """One gate run on the audited warehouse: its suites folder, its result and verdict, and the Data Docs pages it
+    wrote, read right after it (the newest validation page of each suite; the other pages by path under the site;
+    "" for a page it did not write)."""
+
+    suites_dir: Path
+    result: dict[str, Any]
+    verdict: dict[str, Any]
+    validation_pages: dict[str, str]
+    pages: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def error_gate(audited, tmp_path_factory) -> GateRun:
+    """The gate run with the user expectation at severity error, validated with pandas (the tables are small)."""
     warehouse, _ = audited
-    result, verdict = run_gate(warehouse, user_suites(tmp_path / "error", "error"))
+    folder = user_suites(tmp_path_factory.mktemp("error_gate") / "suites", "error")
+    result, verdict = run_gate(warehouse, folder)
+    docs = Path(warehouse.data_docs_dir)
+    validation_pages = {suite: newest_page(docs / "validations" / suite) for suite in ("brokers", "topic_naming")}
+    pages = {name: (docs / name).read_text() if (docs / name).is_file() else ""
+             for name in ("expectations/brokers.html", "index.html")}
+    return GateRun(folder, result, verdict, validation_pages, pages)
+
+
+def newest_page(folder: Path) -> str:
+    """The text of the newest validation page under ``folder`` (its run's), or "" when there is none."""
+    found = sorted(folder.rglob("*.html"))
+    return found[-1].read_text() if found else ""
+
+
+def test_a_user_expectation_gates_by_its_meta_severity(audited, error_gate, tmp_path):
+    warehouse, _ = audited
+    result, verdict = error_gate.result, error_gate.verdict
 
     assert verdict["success"] is False
     assert [(f["suite"], f["audit_table"], f["expectation_type"], f["severity"], f["gating"], f["observed_value"])
@@ -127,13 +160,10 @@ def test_a_user_expectation_gates_by_its_meta_severity(audited, tmp_path):
     assert topic_naming["success"] is True and topic_naming["statistics"]["evaluated_expectations"] == 2
     assert {e["kwargs"]["batch_id"] for e in topic_naming["expectations"]} == {"kafka_zk_audit_run-audit_topics"}
 
-    docs = Path(warehouse.data_docs_dir)
-    brokers_pages = sorted((docs / "validations" / "brokers").rglob("*.html"))
-    assert brokers_pages and BROKER_COUNT_DESCRIPTION in brokers_pages[-1].read_text()
-    assert BROKER_COUNT_DESCRIPTION in (docs / "expectations" / "brokers.html").read_text()
-    topic_pages = sorted((docs / "validations" / "topic_naming").rglob("*.html"))
-    assert topic_pages and TOPIC_NAMING_DESCRIPTION in topic_pages[-1].read_text()
-    assert "topic_naming" in (docs / "index.html").read_text()
+    assert BROKER_COUNT_DESCRIPTION in error_gate.validation_pages["brokers"]
+    assert BROKER_COUNT_DESCRIPTION in error_gate.pages["expectations/brokers.html"]
+    assert TOPIC_NAMING_DESCRIPTION in error_gate.validation_pages["topic_naming"]
+    assert "topic_naming" in error_gate.pages["index.html"]
 
     result, verdict = run_gate(warehouse, user_suites(tmp_path / "warning", "warning"))
     assert verdict["success"] is True
@@ -174,14 +204,13 @@ def test_a_user_suite_on_a_table_the_snapshot_lacks_is_an_error_before_validatin
     assert "audit_brokers" in str(raised.value)  # the tables there are
 
 
-def test_pandas_and_spark_validations_agree(audited, tmp_path, monkeypatch):
+def test_pandas_and_spark_validations_agree(audited, error_gate, monkeypatch):
     """Small audit tables are validated with pandas (no Spark session in the gate), larger ones with Spark:
     both give the same results, row by row."""
     from kafka_zk_audit.gate import context as gate_context
 
     warehouse, _ = audited
-    folder = user_suites(tmp_path / "suites", "error")
-    with_pandas, pandas_verdict = run_gate(warehouse, folder)
+    folder, with_pandas, pandas_verdict = error_gate.suites_dir, error_gate.result, error_gate.verdict
     config = with_pandas["validation_results"][0]["expectations"][0]["kwargs"]
     monkeypatch.setattr(gate_context, "PANDAS_MAX_BYTES", 0)  # every table is "large"
     with_spark, spark_verdict = run_gate(warehouse, folder)

@@ -1,6 +1,7 @@
 """The whole catalogue on two small clusters: a healthy one (no findings) and one with every problem.
 
-Each cluster runs through ``run_checks`` once (one Spark action each); the assertions then cover every
+Both clusters, with the clean cluster of every era (real ZooKeeper, snapshot and normalizer), run through
+``run_checks`` once, as the snapshots of one keyed batch (one Spark action); the assertions then cover every
 check id: its positive cases on the broken cluster and its negative case on the healthy one.
 """
 
@@ -9,21 +10,24 @@ from __future__ import annotations
 import copy
 import inspect
 import types
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from kazoo.client import KazooClient
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from kafka_zk_audit.audit.checks import CHECK_FUNCTIONS, FAMILIES, run_checks
 from kafka_zk_audit.audit.checks.common import BASELINE_ID, family_functions
 from kafka_zk_audit.audit.job import read_snapshots
+from kafka_zk_audit.audit.keyed_io import collect_all_at_once, local_keyed
 from kafka_zk_audit.audit.normalize import normalize
 from kafka_zk_audit.audit.params import snapshot_params
 from kafka_zk_audit.contract.catalogue import CHECK_IDS, CHECKS
@@ -35,35 +39,38 @@ from kafka_zk_audit.snapshot.live import write_snapshot
 from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
 from kafka_zk_audit_testing.simulator.spec import ERAS
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.zk]  # the batch holds snapshots of real clusters
 
 NOW = 1_800_000_000_000  # the snapshot's start time, epoch ms
 MINUTE, HOUR, DAY = 60_000, 3_600_000, 86_400_000
 PREVIOUS_SNAPSHOT = "20261122T050000Z"
 FAMILY_NAMES = {module.__name__.rsplit(".", 1)[-1] for module in FAMILIES}
 SNAPSHOT_KEY = "20261122T060000Z"  # the snapshot_id of the test frames
+HEALTHY_KEY = "20261122T060000Z-healthy"  # the snapshot_id of the healthy cluster's frames, beside the broken one's
 
 
 # ---------------------------------------------------------------------------------------------------
 # Building normalized tables from plain rows
 
 
-def make_tables(spark: SparkSession, rows: dict[str, list[dict[str, Any]]]) -> dict[str, DataFrame]:
-    """Every TABLES table from dict rows (missing tables empty, missing columns null).
+def make_tables(spark: SparkSession, rows: dict[str, list[dict[str, Any]]],
+                snapshot_id: str = SNAPSHOT_KEY) -> dict[str, DataFrame]:
+    """Every TABLES table from dict rows (missing tables empty, missing columns null), keyed by ``snapshot_id``.
 
     ``partitions`` is derived as the normalizer does: assignments FULL OUTER JOIN partition_states.
     """
     rows = {**rows, "partitions": derive_partitions(rows)}
-    return {name: make_frame(spark, name, rows.get(name, [])) for name in TABLES}
+    return {name: make_frame(spark, name, rows.get(name, []), snapshot_id) for name in TABLES}
 
 
-def make_frame(spark: SparkSession, name: str, rows: list[dict[str, Any]]) -> DataFrame:
-    """One TABLES table from dict rows (missing columns null), keyed: snapshot_id SNAPSHOT_KEY unless a row names
-    its own."""
+def make_frame(spark: SparkSession, name: str, rows: list[dict[str, Any]],
+               snapshot_id: str = SNAPSHOT_KEY) -> DataFrame:
+    """One TABLES table from dict rows (missing columns null), keyed: ``snapshot_id`` (SNAPSHOT_KEY unless given)
+    unless a row names its own."""
     schema = keyed(TABLES[name])
     records = [{column: row.get(column) for column in schema.names} for row in rows]
     for record in records:
-        record[KEY] = record[KEY] or SNAPSHOT_KEY
+        record[KEY] = record[KEY] or snapshot_id
     return spark.createDataFrame(pa.Table.from_pylist(records, schema=to_arrow_schema(schema)))
 
 
@@ -426,22 +433,10 @@ def small_data_spark(spark: SparkSession) -> Iterator[SparkSession]:
 
 
 @pytest.fixture(scope="module")
-def results(small_data_spark: SparkSession) -> dict[str, list[tuple]]:
-    spark = small_data_spark
-    healthy = make_tables(spark, healthy_rows())
-    broken = make_tables(spark, broken_rows())
-    broken_before = with_snapshot_id(make_tables(spark, broken_previous_rows()), PREVIOUS_SNAPSHOT)
-    # One action per cluster: a union of both plans would cost more to plan than the two runs.
-    return {
-        **collect_by_label({"healthy": run_checks(healthy, healthy, params_of(spark, load_config(None), NOW))}),
-        **collect_by_label({
-            "broken": run_checks(broken, broken_before, params_of(spark, parse_config(BROKEN_CONFIG), NOW)),
-            "broken_no_baseline": run_checks(broken, None, params_of(spark, parse_config(BROKEN_CONFIG), NOW),
-                                             check_ids=(
-                "leader_epoch_regressed", "controller_epoch_regressed", "offset_regressed",
-            )),
-        }),
-    }
+def results(catalogue_run: dict[str, Any]) -> dict[str, list[tuple]]:
+    """What was found on the healthy cluster, on the broken one (each with its baseline) and by the broken one's
+    history checks without a baseline, as ``collect_by_label`` gives them."""
+    return catalogue_run["clusters"]
 
 
 def test_registry_covers_the_catalogue() -> None:
@@ -617,19 +612,24 @@ def baselines_of(tables: dict[str, DataFrame], rekey: dict[str, str]) -> dict[st
             for name, frame in tables.items()}
 
 
-@pytest.fixture(scope="module")
-def every_era(small_data_spark: SparkSession, zk_server, tmp_path_factory) -> dict[str, dict[str, Any]]:
+@dataclass
+class EraSnapshots:
+    """The clean cluster of every era, snapshotted twice: the ids of each era's snapshots, the second's start
+    (epoch ms) and the readiness rows the era's clusters carry at 3.9."""
+
+    first: dict[str, str]
+    second: dict[str, str]
+    started: dict[str, int]
+    expected: dict[str, set]
+
+
+def snapshot_every_era(zk_server: Any, warehouse: Warehouse) -> EraSnapshots:
     """A clean cluster of every era, each in a chroot of its own: the simulator writes it (with __consumer_offsets,
     topic config overrides, old consumer groups), it is snapshotted, time passes (a controller failover, leader
-    elections, offsets committed) and it is snapshotted again. Every check then runs once over the nine second
-    snapshots together, each with its own first as baseline, and readiness at 3.9: per era, what was found, the
-    readiness rows, and the readiness rows the era's clusters carry (the oracle: the readiness note's levels)."""
-    from kafka_zk_audit.audit.checks.readiness import run_readiness
-    from kafka_zk_audit.contract.warehouse import read_manifest
+    elections, offsets committed) and it is snapshotted again."""
     from kafka_zk_audit_testing.simulator.readiness_plants import inherent_readiness
     from tests.audit.test_readiness import expected_rows
 
-    spark, warehouse = small_data_spark, Warehouse(str(tmp_path_factory.mktemp("eras") / "wh"))
     chroots = {era: "/eras_" + era.replace(".", "_") for era in ERAS}
     first = {era: f"20260101T000000Z-{chroots[era][6:]}" for era in ERAS}
     second = {era: f"20260101T010000Z-{chroots[era][6:]}" for era in ERAS}
@@ -651,33 +651,96 @@ def every_era(small_data_spark: SparkSession, zk_server, tmp_path_factory) -> di
     finally:
         for sim in sims.values():
             sim.close()
-    before = normalize(read_snapshots(spark, warehouse, list(first.values())))
-    now = normalize(read_snapshots(spark, warehouse, list(second.values())))
+    return EraSnapshots(first, second, started, expected)
+
+
+def as_finding_tuples(rows: list[Row]) -> list[tuple]:
+    """CHECK_OUTPUT rows as ``collect_by_label`` gives them: sorted (check_id, topic, partition, group_id, broker_id,
+    path, detail) tuples, plus "explained" for an explained row."""
+    return sorted((tuple(row[name] for name in CHECK_OUTPUT.names[:7]) + (("explained",) if row["explained"] else ())
+                   for row in rows), key=repr)
+
+
+def rows_of(table: pa.Table, snapshot_ids: Iterable[str]) -> pa.Table:
+    """The keyed Arrow rows of the given snapshots."""
+    return table.filter(pc.is_in(table[KEY], value_set=pa.array(list(snapshot_ids), pa.string())))
+
+
+@pytest.fixture(scope="module")
+def catalogue_run(small_data_spark: SparkSession, zk_server, tmp_path_factory) -> dict[str, Any]:
+    """Every check, once, over one keyed batch of eleven snapshots, each with its own baseline and parameters: the
+    healthy and the broken cluster built from rows, and the clean cluster of every era (``snapshot_every_era``),
+    normalized from its real snapshots. Then, apart, the broken cluster's history checks without any baseline, and
+    readiness at 3.9 on the eras.
+
+    Returns "clusters" (the ``results`` of the healthy and broken clusters) and "eras" (per era: what was found,
+    the readiness rows, and the readiness rows the era's clusters carry, the oracle: the readiness note's levels).
+    """
+    from kafka_zk_audit.audit.checks.readiness import run_readiness
+    from kafka_zk_audit.contract.warehouse import read_manifest
+
+    spark, warehouse = small_data_spark, Warehouse(str(tmp_path_factory.mktemp("eras") / "wh"))
+    eras = snapshot_every_era(zk_server, warehouse)
+    # The eras' snapshots, both of each, normalized together and held as the audit holds a small batch's tables
+    # (audit.job.audit_batch): collected in one job, then local relations, like the frames built from rows.
+    normalized = normalize(read_snapshots(spark, warehouse, [*eras.first.values(), *eras.second.values()]))
     try:
-        tables = {name: table.coalesce(1).localCheckpoint(eager=False) for name, table in now.items()}
-        earlier = {name: table.coalesce(1).localCheckpoint(eager=False) for name, table in before.items()}
-        baseline = baselines_of(earlier, {first[era]: second[era] for era in ERAS})
-        params = snapshot_params(spark, {second[era]: (load_config(None), started[era]) for era in ERAS})
-        found = run_checks(tables, baseline, params).select(KEY, *CHECK_OUTPUT.names).collect()
-        targets = {second[era]: (read_manifest(warehouse, second[era]), "3.9") for era in ERAS}
-        readiness = run_readiness(tables, read_snapshots(spark, warehouse, list(second.values())), targets).collect()
+        collected = collect_all_at_once(normalized)
     finally:
-        now.release()
-        before.release()
-    era_of = {sid: era for era, sid in second.items()}
-    out: dict[str, dict[str, Any]] = {era: {"found": [], "readiness": [], "expected": expected[era]} for era in ERAS}
+        normalized.release()
+    era_tables = {name: local_keyed(spark, rows_of(collected[name], eras.second.values()), TABLES[name])
+                  for name in TABLES}
+    earlier = {name: local_keyed(spark, rows_of(collected[name], eras.first.values()), TABLES[name])
+               for name in TABLES}
+    era_baseline = baselines_of(earlier, {eras.first[era]: eras.second[era] for era in ERAS})
+    healthy = make_tables(spark, healthy_rows(), HEALTHY_KEY)
+    broken = make_tables(spark, broken_rows())
+    healthy_before = with_snapshot_id(healthy, HEALTHY_KEY)  # the healthy cluster is its own baseline
+    broken_before = with_snapshot_id(make_tables(spark, broken_previous_rows()), PREVIOUS_SNAPSHOT)
+    tables = {name: healthy[name].unionByName(broken[name]).unionByName(era_tables[name]) for name in TABLES}
+    previous = {name: healthy_before[name].unionByName(broken_before[name]).unionByName(era_baseline[name])
+                for name in TABLES}
+    params = snapshot_params(spark, {
+        HEALTHY_KEY: (load_config(None), NOW), SNAPSHOT_KEY: (parse_config(BROKEN_CONFIG), NOW),
+        **{eras.second[era]: (load_config(None), eras.started[era]) for era in ERAS},
+    })
+    found = run_checks(tables, previous, params).select(KEY, *CHECK_OUTPUT.names).collect()
+    no_baseline = collect_by_label({
+        "broken_no_baseline": run_checks(broken, None, params_of(spark, parse_config(BROKEN_CONFIG), NOW),
+                                         check_ids=(
+            "leader_epoch_regressed", "controller_epoch_regressed", "offset_regressed",
+        )),
+    })
+    targets = {eras.second[era]: (read_manifest(warehouse, eras.second[era]), "3.9") for era in ERAS}
+    readiness = run_readiness(era_tables, read_snapshots(spark, warehouse, list(eras.second.values())),
+                              targets).collect()
+    found_by_key: dict[str, list[Row]] = {sid: [] for sid in (HEALTHY_KEY, SNAPSHOT_KEY, *eras.second.values())}
     for row in found:
-        out[era_of[row[KEY]]]["found"].append(row.asDict())
+        found_by_key[row[KEY]].append(row)  # a row of no snapshot of the batch fails here
+    era_of = {sid: era for era, sid in eras.second.items()}
+    by_era: dict[str, dict[str, Any]] = {
+        era: {"found": [row.asDict() for row in found_by_key[eras.second[era]]], "readiness": [],
+              "expected": eras.expected[era]}
+        for era in ERAS
+    }
     for row in readiness:
-        out[era_of[row[KEY]]]["readiness"].append(row.asDict())
-    return out
+        by_era[era_of[row[KEY]]]["readiness"].append(row.asDict())
+    clusters = {"healthy": as_finding_tuples(found_by_key[HEALTHY_KEY]),
+                "broken": as_finding_tuples(found_by_key[SNAPSHOT_KEY]), **no_baseline}
+    return {"clusters": clusters, "eras": by_era}
 
 
-@pytest.mark.zk
+@pytest.fixture(scope="module")
+def every_era(catalogue_run: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per era, the clean cluster's findings (its second snapshot, with its first as baseline, in the module's one
+    batch), its readiness rows at 3.9 and the readiness rows its clusters carry."""
+    return catalogue_run["eras"]
+
+
 @pytest.mark.parametrize("era", list(ERAS))
 def test_clean_cluster_of_every_era_has_no_finding_of_any_severity(era: str, every_era) -> None:
     """Every check on a clean cluster of the era, with its earlier snapshot as baseline: nothing at all (the nine
-    eras are audited together, as one keyed batch)."""
+    eras are audited together, with the healthy and the broken cluster, as one keyed batch)."""
     from tests.audit.test_readiness import found_rows
 
     assert every_era[era]["found"] == []
