@@ -1,8 +1,11 @@
 """ZooKeeper → KRaft migration readiness on simulated clusters, through the real ZooKeeper, snapshot walker,
 normalizer and Spark.
 
-One 3.x cluster carries every readiness plant at once; it is snapshotted once and ``run_readiness`` runs on it
-for two target versions. The expected rows (check, level, subject) are written here from the readiness note
+One 3.x cluster carries every readiness plant at once; it is snapshotted once and judged for two target versions.
+Its snapshot, a clean 3.9 cluster's and a migration's steps are judged together: one keyed batch (each snapshot
+under one key per target), one normalization and one ``run_readiness`` call.
+
+The expected rows (check, level, subject) are written here from the readiness note
 (/work/shared/notes/kraft-migration-readiness.md §3), not taken from the readiness contract: each plant and
 each condition the base cluster carries must be found on exactly its subject with the note's level, and
 nothing else. A clean 3.9 cluster gives no row; a migration walked through its phases gives R01 only once
@@ -13,8 +16,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import reduce
 from typing import Any
 
 import pytest
@@ -26,7 +29,7 @@ from kafka_zk_audit.audit.checks.readiness import run_readiness
 from kafka_zk_audit.audit.checks.readiness.cluster import node_ids
 from kafka_zk_audit.audit.job import read_snapshots
 from kafka_zk_audit.audit.normalize import normalize
-from kafka_zk_audit.contract.schemas import KEY, READINESS, SNAPSHOT
+from kafka_zk_audit.contract.schemas import KEY, READINESS
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit_testing.simulator import ClusterSpec, Planted, Simulator
 from kafka_zk_audit_testing.simulator.migration_phases import (
@@ -121,51 +124,148 @@ def assert_same(found: set[Row], expected: set[Row]) -> None:
 _chroots = itertools.count()
 
 
-@dataclass
-class Audited:
-    """One snapshot of a simulated cluster: its id, manifest, keyed normalized tables and raw frame."""
-
-    snapshot_id: str
-    manifest: dict[str, Any]
-    tables: dict[str, DataFrame]
-    snapshot: DataFrame
-
-    def readiness(self, target: str) -> list[dict[str, Any]]:
-        """The snapshot's readiness rows at ``target``, without their key (checked to be this snapshot's)."""
-        rows = [row.asDict() for row in run_readiness(
-            self.tables, self.snapshot, {self.snapshot_id: (self.manifest, target)}).collect()]
-        assert {row.pop(KEY) for row in rows} <= {self.snapshot_id}
-        return rows
-
-    def first_row(self, table: str) -> dict[str, Any] | None:
-        rows = self.tables[table].collect()
-        return rows[0].asDict() if rows else None
-
-
-@contextmanager
-def snapshotted(spark: SparkSession, zk_hosts: str, chroot: str, warehouse: Warehouse,
-                snapshot_id: str) -> Iterator[Audited]:
-    manifest = take_snapshot(zk_hosts, chroot, warehouse, snapshot_id)
-    raw = spark.read.schema(SNAPSHOT).parquet(warehouse.snapshot_dir(snapshot_id)).select(
-        F.lit(snapshot_id).alias(KEY), "*").localCheckpoint()
-    tables = normalize(raw)
-    try:
-        yield Audited(snapshot_id, manifest,
-                      {name: t.coalesce(1).localCheckpoint(eager=False) for name, t in tables.items()}, raw)
-    finally:
-        tables.release()
-
-
 def new_chroot(zk_server: Any, label: str) -> str:
     chroot = f"/readiness{next(_chroots):02d}_{label}"
     zk_server.ensure_chroot(chroot)
     return chroot
 
 
+def at_target(snapshot_id: str, target: str) -> str:
+    """The key of a snapshot's copy planned for ``target`` in the module's batch (one copy per target)."""
+    return f"{snapshot_id}-{target}"
+
+
 @pytest.fixture(scope="module")
 def tuned_spark(spark: SparkSession) -> Iterator[SparkSession]:
     with small_data_settings(spark):
         yield spark
+
+
+@dataclass
+class Taken:
+    """The snapshots written by the module's simulated clusters, before any Spark work: each readiness key's
+    (snapshot id, manifest, target) and what each cluster planted or inherently carries."""
+
+    warehouse: Warehouse
+    keys: dict[str, tuple[str, dict[str, Any], str]]
+    planted: list[Planted]
+    planted_inherent: list[Planted]
+    registered: set[int]
+    clean_inherent: list[Planted]
+    expected_phases: dict[str, set[Row]]
+
+
+PLANTED_ID, CLEAN_ID = "20260301T000000Z", "20260301T010000Z"
+STEPS = ("waiting_for_brokers", "initial_load", "initial_load_restarted", "dual_write", "dual_write_back",
+         "reverted")
+STEP_IDS = {label: f"20260301T02000{index}Z" for index, label in enumerate(STEPS)}
+PHASE_OF_STEP = {"initial_load_restarted": "initial_load", "dual_write_back": "dual_write"}
+
+
+def take_planted(zk_server: Any, warehouse: Warehouse) -> tuple[list[Planted], list[Planted], set[int], dict]:
+    """A 3.x cluster with every readiness plant, snapshotted once: plants, inherent conditions, registered
+    brokers and the manifest."""
+    chroot = new_chroot(zk_server, "planted")
+    with Simulator(hosts=zk_server.hosts + chroot) as sim:
+        sim.write(ClusterSpec(era="3.x", **SPEC))
+        planted = [plant_readiness(sim, name) for name in READINESS_PLANTS]
+        inherent = inherent_readiness(sim)
+        registered = set(sim.broker_sessions)
+        manifest = take_snapshot(zk_server.hosts, chroot, warehouse, PLANTED_ID)
+    return planted, inherent, registered, manifest
+
+
+def take_clean_39(zk_server: Any, warehouse: Warehouse) -> tuple[list[Planted], dict[str, Any]]:
+    """A clean 3.9 cluster, snapshotted once: its inherent conditions and the manifest."""
+    chroot = new_chroot(zk_server, "clean39")
+    with Simulator(hosts=zk_server.hosts + chroot) as sim:
+        sim.write(ClusterSpec(era="3.9", internal_topics=True, **SPEC))
+        for absent in ("/kafka-acl", "/kafka-acl-extended", "/delegation_token", "/migration"):
+            assert not sim.admin.exists(absent), absent
+        inherent = inherent_readiness(sim)
+        manifest = take_snapshot(zk_server.hosts, chroot, warehouse, CLEAN_ID)
+    return inherent, manifest
+
+
+def take_migration_steps(zk_server: Any, warehouse: Warehouse) -> tuple[dict[str, dict], dict[str, set[Row]]]:
+    """A 3.x-migration cluster walked through waiting → initial load → the load restarted under a new KRaft
+    leader → dual writes → the offset set back → reverted, one snapshot per step: manifests and expected rows."""
+    chroot = new_chroot(zk_server, "migration")
+    manifests, expected = {}, {}
+    with Simulator(hosts=zk_server.hosts + chroot) as sim:
+        sim.write(ClusterSpec(era="3.x-migration", **SPEC))
+        inherent = inherent_readiness(sim)
+        steps: dict[str, Callable[[], Planted | None]] = {
+            "waiting_for_brokers": lambda: waiting_for_brokers(sim),
+            "initial_load": lambda: initial_load(sim, kraft_epoch=5),
+            "initial_load_restarted": lambda: initial_load(sim, kraft_epoch=7),
+            "dual_write": lambda: advance_dual_write(sim, 5_000),
+            "dual_write_back": lambda: advance_dual_write(sim, 4_000),
+            "reverted": lambda: reverted_migration(sim),
+        }
+        for label in STEPS:
+            leftover = steps[label]()
+            expected[label] = expected_rows(inherent + ([leftover] if leftover else []), "3.9")
+            manifests[label] = take_snapshot(zk_server.hosts, chroot, warehouse, STEP_IDS[label])
+    return manifests, expected
+
+
+@pytest.fixture(scope="module")
+def taken(zk_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Taken:
+    """The three simulated clusters' snapshots in one warehouse: the planted and the clean one at each target,
+    the migration's steps at 3.9."""
+    warehouse = Warehouse(str(tmp_path_factory.mktemp("readiness-wh")))
+    planted, planted_inherent, registered, planted_manifest = take_planted(zk_server, warehouse)
+    clean_inherent, clean_manifest = take_clean_39(zk_server, warehouse)
+    step_manifests, expected_phases = take_migration_steps(zk_server, warehouse)
+    keys = {at_target(sid, target): (sid, manifest, target) for target in TARGETS
+            for sid, manifest in ((PLANTED_ID, planted_manifest), (CLEAN_ID, clean_manifest))}
+    keys.update({STEP_IDS[label]: (STEP_IDS[label], step_manifests[label], "3.9") for label in STEPS})
+    return Taken(warehouse, keys, planted, planted_inherent, registered, clean_inherent, expected_phases)
+
+
+@dataclass
+class Batch:
+    """The readiness of every snapshot of the module, computed as one keyed batch (one normalization, one
+    readiness plan and collect), without the key: rows by readiness key, node ids by key, and the /migration and
+    /controller rows by key."""
+
+    rows: dict[str, list[dict[str, Any]]]
+    node_ids: dict[str, list[int]]
+    migration: dict[str, list[dict[str, Any]]]
+    controller: dict[str, list[dict[str, Any]]]
+
+
+def by_key(rows: list[Any], keys: Any) -> dict[str, list[dict[str, Any]]]:
+    """Keyed rows as dicts without their key, by key (every key of ``keys`` present; a row of another key fails)."""
+    found: dict[str, list[dict[str, Any]]] = {key: [] for key in keys}
+    for row in rows:
+        record = row.asDict()
+        found[record.pop(KEY)].append(record)
+    return found
+
+
+@pytest.fixture(scope="module")
+def batch(tuned_spark: SparkSession, taken: Taken) -> Batch:
+    """Each snapshot once per readiness key (the planted and the clean one under a key per target), normalized
+    together; readiness of all keys from one run_readiness call."""
+    snapshot_ids = sorted({sid for sid, _, _ in taken.keys.values()})
+    raw = read_snapshots(tuned_spark, taken.warehouse, snapshot_ids)
+    copies = [raw.where(F.col(KEY) == sid).withColumn(KEY, F.lit(key)) for key, (sid, _, _) in taken.keys.items()]
+    keyed_raw = reduce(DataFrame.unionByName, copies).coalesce(1).localCheckpoint()  # few rows: one task each
+    normalized = normalize(keyed_raw)
+    tables = {name: frame.coalesce(1).localCheckpoint(eager=False) for name, frame in normalized.items()}
+    try:
+        readiness = run_readiness(tables, keyed_raw, {key: (manifest, target)
+                                                      for key, (_, manifest, target) in taken.keys.items()})
+        rows = by_key(readiness.collect(), taken.keys)
+        ids = {key: [row["broker_id"] for row in found]
+               for key, found in by_key(node_ids(tables).collect(), taken.keys).items()}
+        migration = by_key(tables["migration"].collect(), taken.keys)
+        controller = by_key(tables["controller"].collect(), taken.keys)
+    finally:
+        normalized.release()
+    return Batch(rows, ids, migration, controller)
 
 
 @dataclass
@@ -179,20 +279,13 @@ class PlantedCluster:
 
 
 @pytest.fixture(scope="module")
-def planted_cluster(tuned_spark: SparkSession, zk_server: Any, tmp_path_factory: pytest.TempPathFactory
-                    ) -> PlantedCluster:
+def planted_cluster(taken: Taken, batch: Batch) -> PlantedCluster:
     """A 3.x cluster with every readiness plant, snapshotted once; readiness at each target."""
-    warehouse = Warehouse(str(tmp_path_factory.mktemp("readiness-wh")))
-    chroot = new_chroot(zk_server, "planted")
-    with Simulator(hosts=zk_server.hosts + chroot) as sim:
-        sim.write(ClusterSpec(era="3.x", **SPEC))
-        planted = [plant_readiness(sim, name) for name in READINESS_PLANTS]
-        inherent = inherent_readiness(sim)
-        registered = set(sim.broker_sessions)
-        with snapshotted(tuned_spark, zk_server.hosts, chroot, warehouse, "20260301T000000Z") as audited:
-            rows = {target: audited.readiness(target) for target in TARGETS}
-            ids = [row.broker_id for row in node_ids(audited.tables).collect()]
-    return PlantedCluster(planted, inherent, registered, rows, ids, audited.manifest)
+    rows = {target: batch.rows[at_target(PLANTED_ID, target)] for target in TARGETS}
+    ids = batch.node_ids[at_target(PLANTED_ID, TARGETS[0])]
+    assert ids == batch.node_ids[at_target(PLANTED_ID, TARGETS[-1])]
+    manifest = taken.keys[at_target(PLANTED_ID, TARGETS[0])][1]
+    return PlantedCluster(taken.planted, taken.planted_inherent, taken.registered, rows, ids, manifest)
 
 
 # -- one cluster, every condition ---------------------------------------------------------------------------------
@@ -245,18 +338,9 @@ def test_node_ids_are_every_broker_replica_and_broker_config_id(planted_cluster:
 
 # -- a clean cluster ready for 3.9 ------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def clean_39(tuned_spark: SparkSession, zk_server: Any, tmp_path_factory: pytest.TempPathFactory
-             ) -> tuple[list[Planted], dict[str, list[dict[str, Any]]]]:
-    warehouse = Warehouse(str(tmp_path_factory.mktemp("clean-wh")))
-    chroot = new_chroot(zk_server, "clean39")
-    with Simulator(hosts=zk_server.hosts + chroot) as sim:
-        sim.write(ClusterSpec(era="3.9", internal_topics=True, **SPEC))
-        for absent in ("/kafka-acl", "/kafka-acl-extended", "/delegation_token", "/migration"):
-            assert not sim.admin.exists(absent), absent
-        inherent = inherent_readiness(sim)
-        with snapshotted(tuned_spark, zk_server.hosts, chroot, warehouse, "20260301T010000Z") as audited:
-            rows = {target: audited.readiness(target) for target in TARGETS}
-    return inherent, rows
+def clean_39(taken: Taken, batch: Batch) -> tuple[list[Planted], dict[str, list[dict[str, Any]]]]:
+    """A clean 3.9 cluster's inherent conditions and its readiness rows at each target."""
+    return taken.clean_inherent, {target: batch.rows[at_target(CLEAN_ID, target)] for target in TARGETS}
 
 
 def test_a_clean_39_cluster_gives_no_readiness_row_for_39(clean_39) -> None:
@@ -286,56 +370,19 @@ class Phase:
     now_ms: int
 
 
-STEPS = ("waiting_for_brokers", "initial_load", "initial_load_restarted", "dual_write", "dual_write_back",
-         "reverted")
-PHASE_OF_STEP = {"initial_load_restarted": "initial_load", "dual_write_back": "dual_write"}
-
-
 @pytest.fixture(scope="module")
-def migration_phases(tuned_spark: SparkSession, zk_server: Any, tmp_path_factory: pytest.TempPathFactory
-                     ) -> dict[str, Phase]:
-    """A 3.x-migration cluster walked through waiting → initial load → the load restarted under a new KRaft
-    leader → dual writes → the offset set back → reverted, one snapshot per step."""
+def migration_phases(taken: Taken, batch: Batch) -> dict[str, Phase]:
+    """The migration's steps (``take_migration_steps``), one snapshot each, judged in the module's batch."""
     from datetime import datetime
-
-    warehouse = Warehouse(str(tmp_path_factory.mktemp("migration-wh")))
-    chroot = new_chroot(zk_server, "migration")
-    ids = {label: f"20260301T02000{index}Z" for index, label in enumerate(STEPS)}
-    manifests, expected = {}, {}
-    with Simulator(hosts=zk_server.hosts + chroot) as sim:
-        sim.write(ClusterSpec(era="3.x-migration", **SPEC))
-        inherent = inherent_readiness(sim)
-        steps: dict[str, Callable[[], Planted | None]] = {
-            "waiting_for_brokers": lambda: waiting_for_brokers(sim),
-            "initial_load": lambda: initial_load(sim, kraft_epoch=5),
-            "initial_load_restarted": lambda: initial_load(sim, kraft_epoch=7),
-            "dual_write": lambda: advance_dual_write(sim, 5_000),
-            "dual_write_back": lambda: advance_dual_write(sim, 4_000),
-            "reverted": lambda: reverted_migration(sim),
-        }
-        for label in STEPS:
-            leftover = steps[label]()
-            expected[label] = expected_rows(inherent + ([leftover] if leftover else []), "3.9")
-            manifests[label] = take_snapshot(zk_server.hosts, chroot, warehouse, ids[label])
-    # the six snapshots as one keyed batch: one normalization, one readiness plan
-    raw = read_snapshots(tuned_spark, warehouse, list(ids.values())).localCheckpoint()
-    tables = normalize(raw)
-    try:
-        readiness = run_readiness(tables, raw, {ids[label]: (manifests[label], "3.9") for label in STEPS}).collect()
-        migration, controller = tables["migration"].collect(), tables["controller"].collect()
-    finally:
-        tables.release()
-
-    def of(rows: list[Any], label: str) -> list[dict[str, Any]]:
-        return [{k: v for k, v in row.asDict().items() if k != KEY} for row in rows if row[KEY] == ids[label]]
 
     results = {}
     for label in STEPS:
-        migration_rows, controller_rows = of(migration, label), of(controller, label)
+        key = STEP_IDS[label]
+        migration_rows, controller_rows = batch.migration[key], batch.controller[key]
         phase = migration_phase(migration_rows[0] if migration_rows else None,
                                 controller_rows[0] if controller_rows else None)
-        now_ms = int(datetime.fromisoformat(manifests[label]["started_at"]).timestamp() * 1000)
-        results[label] = Phase(phase, found_rows(of(readiness, label)), expected[label], migration_rows,
+        now_ms = int(datetime.fromisoformat(taken.keys[key][1]["started_at"]).timestamp() * 1000)
+        results[label] = Phase(phase, found_rows(batch.rows[key]), taken.expected_phases[label], migration_rows,
                                controller_rows, now_ms)
     return results
 

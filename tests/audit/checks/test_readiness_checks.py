@@ -1,5 +1,8 @@
 """Each readiness check on small frames (real Spark), and run_readiness on a clean 3.9-era snapshot.
 
+The whole-run tests share one keyed batch (the clean tree at four targets, two level plants, a planted pair),
+judged by one ``audit_readiness`` call; only the together-versus-alone test judges snapshots on their own.
+
 The expected rows come from the reference note (notes/kraft-migration-readiness.md) and the znode
 formats Kafka writes (ZkData.scala), not from the code under test.
 """
@@ -8,9 +11,14 @@ from __future__ import annotations
 
 import inspect
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -21,8 +29,19 @@ from kafka_zk_audit.audit.checks.readiness import cluster as cluster_checks
 from kafka_zk_audit.audit.checks.readiness import configs as config_checks
 from kafka_zk_audit.audit.checks.readiness import topics as topic_checks
 from kafka_zk_audit.audit.normalize import normalize
+from kafka_zk_audit.audit.readiness import (
+    AUDIT_MIGRATION,
+    AUDIT_TABLE,
+    READINESS_TABLE,
+    SnapshotReadiness,
+    audit_readiness,
+    write_audit_migration,
+    write_by_snapshot,
+)
 from kafka_zk_audit.contract.readiness import READINESS_CHECK_IDS
 from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, KEY, READINESS, SNAPSHOT, TABLES, keyed
+from kafka_zk_audit.contract.settings import load_config
+from kafka_zk_audit.contract.warehouse import Warehouse
 from tests.audit.checks.test_checks import SNAPSHOT_KEY, small_data_settings
 
 pytestmark = pytest.mark.spark
@@ -420,39 +439,29 @@ def clean_39_snapshot() -> list[dict[str, Any]]:
     return rows
 
 
-def test_a_clean_39_cluster_is_ready_with_no_row_at_any_target(spark: SparkSession) -> None:
-    """The same clean tree as four snapshots, each planned for another target, judged in one plan: no row."""
-    targets = {f"{SNAPSHOT_KEY}-{target}": target for target in ("3.4", "3.5.0", "3.6.1", "3.9")}
-    snapshot = frame(spark, SNAPSHOT, [{**row, KEY: sid} for sid in targets for row in clean_39_snapshot()])
-    tables = normalize(snapshot, persist=False)
+Plants = dict[str, tuple[list[dict[str, Any]], dict[str, Any], str]]
+FIRST, SECOND = "20261122T060000Z-a", "20261122T060000Z-b"
+# the clean tree as four snapshots, each planned for another target
+CLEAN_TARGETS = {f"{SNAPSHOT_KEY}-{target}": target for target in ("3.4", "3.5.0", "3.6.1", "3.9")}
+# the clean tree with a pending deletion and a SCRAM user, at two targets
+LEVEL_TARGETS = {f"{SNAPSHOT_KEY}-levels-{target}": target for target in ("3.4", "3.9")}
+# audit_readiness: a clean snapshot with stale rows of an earlier run, and a snapshot outside the batch
+CLEAN, OTHER = f"{SNAPSHOT_KEY}-3.9", "20261122T050000Z-other"
+
+
+def clean_plants() -> Plants:
     acls = {"/brokers": ["world:anyone:cdrwa"], "/config": ["world:anyone:cdrwa"]}
-    rows = checks.run_readiness(tables, snapshot, {sid: ({"znode_acls": acls}, t) for sid, t in targets.items()})
-    assert [(f.name, f.dataType) for f in rows.schema] == [(f.name, f.dataType) for f in keyed(READINESS)]
-    assert rows.collect() == []
-    node_ids = sorted((row[KEY], row.broker_id) for row in cluster_checks.node_ids(tables).collect())
-    assert node_ids == sorted((sid, broker) for sid in targets for broker in (1, 2, 3))
+    return {sid: (clean_39_snapshot(), {"znode_acls": acls}, target) for sid, target in CLEAN_TARGETS.items()}
 
 
-def test_run_readiness_levels_and_remedies_follow_the_target(spark: SparkSession) -> None:
+def level_plants() -> Plants:
     snapshot_rows = clean_39_snapshot()
     snapshot_rows.append(znode("/admin/delete_topics/orders"))
     snapshot_rows.append(znode("/config/users/alice", {"version": 1, "config": {"SCRAM-SHA-512": FINGERPRINT}}))
-    targets = {f"{SNAPSHOT_KEY}-{target}": target for target in ("3.4", "3.9")}  # one plan for both targets
-    snapshot = frame(spark, SNAPSHOT, [{**row, KEY: sid} for sid in targets for row in snapshot_rows])
-    tables = normalize(snapshot, persist=False)
-    rows = checks.run_readiness(tables, snapshot, {sid: ({}, target) for sid, target in targets.items()}).collect()
-    assert all(row.remedy and row.condition_id for row in rows)
-    levels = {target: {row.check_id: row.level for row in rows if row[KEY] == sid} for sid, target in targets.items()}
-    assert levels["3.4"] == {"kraft_pending_topic_deletion": "blocker", "kraft_scram_credentials": "blocker"}
-    assert levels["3.9"] == {"kraft_pending_topic_deletion": "warn", "kraft_scram_credentials": "info"}
+    return {sid: (snapshot_rows, {}, target) for sid, target in LEVEL_TARGETS.items()}
 
 
-# --- many snapshots in one plan -----------------------------------------------------------------------------
-
-FIRST, SECOND = "20261122T060000Z-a", "20261122T060000Z-b"
-
-
-def planted_pair() -> dict[str, tuple[list[dict[str, Any]], dict[str, Any], str]]:
+def planted_pair() -> Plants:
     """Two snapshots (raw rows, manifest, target) with different plants and targets. The first, at 3.4: a pending
     deletion, a SCRAM user, a delegation token, an ACL and a secured znode. The second, at 3.9: no broker, cluster
     id, controller epoch or /feature (empty tables for its key), a replica on broker 1001, a used /brokers/seqid,
@@ -481,24 +490,93 @@ def planted_pair() -> dict[str, tuple[list[dict[str, Any]], dict[str, Any], str]
     return {FIRST: (first, {"znode_acls": secured}, "3.4"), SECOND: (second, {}, "3.9")}
 
 
-def keyed_snapshot(spark: SparkSession, plants: dict[str, tuple[list[dict[str, Any]], dict[str, Any], str]]
-                   ) -> DataFrame:
+def keyed_snapshot(spark: SparkSession, plants: Plants) -> DataFrame:
     return frame(spark, SNAPSHOT, [{**row, KEY: sid} for sid, (rows, _, _) in plants.items() for row in rows])
 
 
-def readiness_rows(spark: SparkSession, plants: dict[str, tuple[list[dict[str, Any]], dict[str, Any], str]]
-                   ) -> list[tuple]:
-    snapshot = keyed_snapshot(spark, plants)
-    tables = normalize(snapshot, persist=False)
-    rows = checks.run_readiness(tables, snapshot, {sid: (manifest, target) for sid, (_, manifest, target)
-                                                   in plants.items()})
+@contextmanager
+def normalized_snapshots(spark: SparkSession, plants: Plants) -> Iterator[tuple[DataFrame, dict[str, DataFrame]]]:
+    """The plants' keyed snapshot frame and normalized tables, each cut from its lineage (one partition, checkpointed
+    on first use): the readiness plan over them stays small to analyse and plan."""
+    snapshot = keyed_snapshot(spark, plants).coalesce(1).localCheckpoint()
+    normalized = normalize(snapshot)
+    try:
+        yield snapshot, {name: frame.coalesce(1).localCheckpoint(eager=False) for name, frame in normalized.items()}
+    finally:
+        normalized.release()
+
+
+def readiness_rows(spark: SparkSession, plants: Plants) -> list[tuple]:
+    with normalized_snapshots(spark, plants) as (snapshot, tables):
+        rows = checks.run_readiness(tables, snapshot, {sid: (manifest, target) for sid, (_, manifest, target)
+                                                       in plants.items()})
+        assert [(f.name, f.dataType) for f in rows.schema] == [(f.name, f.dataType) for f in keyed(READINESS)]
+        return sorted((tuple(row) for row in rows.collect()), key=repr)
+
+
+@dataclass
+class Batch:
+    """Every snapshot of the module's whole-run tests as one keyed batch, judged by one ``audit_readiness`` call
+    (one readiness plan): the plants, the keyed frames, the warehouse written and the reports, and the node ids
+    of each snapshot (one collect of ``node_ids``)."""
+
+    plants: Plants
+    snapshot: DataFrame
+    tables: dict[str, DataFrame]
+    warehouse: Warehouse
+    reports: dict[str, dict[str, Any]]
+    node_ids: dict[str, list[int]]
+
+    def readiness_rows(self, *snapshot_ids: str) -> list[tuple]:
+        """The reports' rows of these snapshots as keyed READINESS tuples (key first), sorted."""
+        return sorted(((sid, *[row[name] for name in READINESS.names]) for sid in snapshot_ids
+                       for row in self.reports[sid]["rows"]), key=repr)
+
+
+@pytest.fixture(scope="module")
+def batch(spark: SparkSession, _small_data: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Batch]:
+    """The clean tree at four targets, the level plants at two, the planted pair: one audit_readiness call over a
+    warehouse holding rows of earlier runs (another snapshot's, and stale rows of CLEAN)."""
+    warehouse, settings = Warehouse(str(tmp_path_factory.mktemp("readiness-wh"))), load_config(None)
+    plants = {**clean_plants(), **level_plants(), **planted_pair()}
+    stale = {"condition_id": "R05", "check_id": "kraft_pending_topic_deletion", "level": "warn", "path": "/x"}
+    write_by_snapshot(warehouse, READINESS_TABLE, READINESS, {OTHER: [stale], CLEAN: [stale]}, {})
+    write_audit_migration(warehouse, {OTHER: "c"})
+    with normalized_snapshots(spark, plants) as (snapshot, tables):
+        reports = audit_readiness(spark, warehouse, {
+            sid: SnapshotReadiness({**manifest, "cluster": "c"}, settings, target) for sid, (_, manifest, target)
+            in plants.items()}, tables, snapshot)
+        node_ids: dict[str, list[int]] = {sid: [] for sid in plants}
+        for row in cluster_checks.node_ids(tables).collect():
+            node_ids[row[KEY]].append(row.broker_id)
+        yield Batch(plants, snapshot, tables, warehouse, reports, node_ids)
+
+
+def test_a_clean_39_cluster_is_ready_with_no_row_at_any_target(batch: Batch) -> None:
+    """The same clean tree as four snapshots, each planned for another target, judged in one plan: no row."""
+    clean = {sid: (manifest, target) for sid, (_, manifest, target) in batch.plants.items() if sid in CLEAN_TARGETS}
+    rows = checks.run_readiness(batch.tables, batch.snapshot, clean)
     assert [(f.name, f.dataType) for f in rows.schema] == [(f.name, f.dataType) for f in keyed(READINESS)]
-    return sorted((tuple(row) for row in rows.collect()), key=repr)
+    assert {sid: batch.reports[sid]["rows"] for sid in CLEAN_TARGETS} == {sid: [] for sid in CLEAN_TARGETS}
+    node_ids = sorted((sid, broker) for sid in CLEAN_TARGETS for broker in batch.node_ids[sid])
+    assert node_ids == sorted((sid, broker) for sid in CLEAN_TARGETS for broker in (1, 2, 3))
 
 
-def test_snapshots_computed_together_equal_each_computed_alone(spark: SparkSession) -> None:
+def test_run_readiness_levels_and_remedies_follow_the_target(batch: Batch) -> None:
+    rows = {sid: batch.reports[sid]["rows"] for sid in LEVEL_TARGETS}  # one plan for both targets
+    assert all(row["remedy"] and row["condition_id"] for found in rows.values() for row in found)
+    levels = {target: {row["check_id"]: row["level"] for row in rows[sid]} for sid, target in LEVEL_TARGETS.items()}
+    assert levels["3.4"] == {"kraft_pending_topic_deletion": "blocker", "kraft_scram_credentials": "blocker"}
+    assert levels["3.9"] == {"kraft_pending_topic_deletion": "warn", "kraft_scram_credentials": "info"}
+
+
+# --- many snapshots in one plan -----------------------------------------------------------------------------
+
+
+def test_snapshots_computed_together_equal_each_computed_alone(spark: SparkSession, batch: Batch) -> None:
+    """The pair's rows from the module's batch (with other snapshots) equal those of each snapshot alone."""
     plants = planted_pair()
-    together = readiness_rows(spark, plants)
+    together = batch.readiness_rows(*plants)
     alone = {sid: readiness_rows(spark, {sid: plant}) for sid, plant in plants.items()}
     assert together == sorted(alone[FIRST] + alone[SECOND], key=repr)
     levels = {sid: {(row[2], row[3]) for row in rows} for sid, rows in alone.items()}
@@ -511,46 +589,16 @@ def test_snapshots_computed_together_equal_each_computed_alone(spark: SparkSessi
         ("kraft_cluster_id_missing", "blocker"), ("kraft_controller_epoch_missing", "blocker"),
     }
     # node ids too: each snapshot its own
-    snapshot = keyed_snapshot(spark, plants)
-    ids_of = {sid: [] for sid in plants}
-    for row in cluster_checks.node_ids(normalize(snapshot, persist=False)).collect():
-        ids_of[row[KEY]].append(row.broker_id)
-    assert ids_of == {FIRST: [1, 2, 3], SECOND: [1, 1001]}
+    assert {sid: batch.node_ids[sid] for sid in plants} == {FIRST: [1, 2, 3], SECOND: [1, 1001]}
 
 
-def test_audit_readiness_writes_every_snapshot_once(spark: SparkSession, tmp_path: Any) -> None:
-    """One call for two snapshots (one with rows, one without) writes each one's folder of both tables and its
-    JSON; the folder of a snapshot outside the call stays, and a snapshot's stale rows go."""
-    import pyarrow.parquet as pq
-
-    from kafka_zk_audit.audit.readiness import (
-        AUDIT_MIGRATION,
-        AUDIT_TABLE,
-        READINESS_TABLE,
-        SnapshotReadiness,
-        audit_readiness,
-        write_audit_migration,
-        write_by_snapshot,
-    )
-    from kafka_zk_audit.contract.settings import load_config
-    from kafka_zk_audit.contract.warehouse import Warehouse
-
-    warehouse, cfg = Warehouse(str(tmp_path / "wh")), load_config(None)
-    clean, other = "20261122T060000Z-clean", "20261122T050000Z-other"
-    plants = planted_pair()
-    plants = {FIRST: plants[FIRST], clean: (clean_39_snapshot(), {}, "3.9")}
-    # earlier runs: another snapshot, and stale rows of the clean one
-    stale = {"condition_id": "R05", "check_id": "kraft_pending_topic_deletion", "level": "warn", "path": "/x"}
-    write_by_snapshot(warehouse, READINESS_TABLE, READINESS, {other: [stale], clean: [stale]}, {})
-    write_audit_migration(warehouse, {other: "c"})
-    snapshot = keyed_snapshot(spark, plants)
-    tables = normalize(snapshot, persist=False)
-    reports = audit_readiness(spark, warehouse, {
-        sid: SnapshotReadiness({**manifest, "cluster": "c"}, cfg, target) for sid, (_, manifest, target)
-        in plants.items()}, tables, snapshot)
+def test_audit_readiness_writes_every_snapshot_once(batch: Batch) -> None:
+    """One call for every snapshot of the batch (FIRST with rows, CLEAN without) writes each one's folder of both
+    tables and its JSON; the folder of a snapshot outside the call stays, and a snapshot's stale rows go."""
+    warehouse, reports = batch.warehouse, batch.reports
 
     def files(table: str, sid: str) -> list[str]:
-        folder = tmp_path / "wh" / "tables" / table / f"snapshot_id={sid}"
+        folder = Path(warehouse.root) / "tables" / table / f"snapshot_id={sid}"
         return sorted(p.name for p in folder.iterdir() if p.name.endswith(".parquet"))
 
     def read(table: str, sid: str) -> list[dict[str, Any]]:
@@ -562,13 +610,13 @@ def test_audit_readiness_writes_every_snapshot_once(spark: SparkSession, tmp_pat
     assert first["phase"]["phase"] == "not_started" and first["node_ids"] == [1, 2, 3]
     assert [row["check_id"] for row in read(READINESS_TABLE, FIRST)] == [row["check_id"] for row in first["rows"]]
     assert len(read(AUDIT_TABLE, FIRST)) == len(first["rows"]) == sum(first["counts"].values())
-    assert reports[clean]["verdict"] == "ready" and reports[clean]["rows"] == []
-    empty = pq.read_table(warehouse.table_dir(READINESS_TABLE, clean))
+    assert reports[CLEAN]["verdict"] == "ready" and reports[CLEAN]["rows"] == []
+    empty = pq.read_table(warehouse.table_dir(READINESS_TABLE, CLEAN))
     assert empty.num_rows == 0 and empty.schema.names == [*READINESS.names, "cluster"]
-    assert read(AUDIT_TABLE, clean) == [{**{name: None for name in AUDIT_MIGRATION.names},
+    assert read(AUDIT_TABLE, CLEAN) == [{**{name: None for name in AUDIT_MIGRATION.names},
                                          **{name: False for name in AUDIT_MIGRATION.names[8:]}, "cluster": "c"}]
-    assert len(read(AUDIT_TABLE, other)) == len(read(READINESS_TABLE, other)) == 1  # untouched
-    for sid in (FIRST, clean):
+    assert len(read(AUDIT_TABLE, OTHER)) == len(read(READINESS_TABLE, OTHER)) == 1  # untouched
+    for sid in (FIRST, CLEAN):
         assert all(len(files(table, sid)) == 1 for table in (READINESS_TABLE, AUDIT_TABLE)), sid
         assert warehouse.read_json(f"{warehouse.run_dir(sid)}/readiness.json")["verdict"] == reports[sid]["verdict"]
     assert pq.read_table(warehouse.table_dir(AUDIT_TABLE, FIRST)).schema.names == [*AUDIT_MIGRATION.names, "cluster"]
