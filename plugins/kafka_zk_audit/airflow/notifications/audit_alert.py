@@ -151,16 +151,27 @@ def _send_event(channel: str, conn_id: str, action: str, entry: Mapping[str, Any
         title = f"{title}: resolved"
     details = {name: entry.get(name) for name in DETAIL_FIELDS if entry.get(name) is not None}
     details["cluster"] = cluster
+    return send_paging_event(channel, conn_id, action, str(entry["key"]), title=title,
+                             summary=f"{title}: {entry.get('detail')}",
+                             description=f"{entry.get('detail')} (at {entry.get('path')})",
+                             severity=str(entry.get("severity")), cluster=cluster,
+                             component=str(entry.get("check_id")), details=details, link=(run_url, "Airflow"),
+                             tags=("kafka-zk-audit", cluster, str(entry.get("check_id"))))
+
+
+def send_paging_event(channel: str, conn_id: str, action: str, key: str, *, title: str, summary: str,
+                      description: str, severity: str, cluster: str, component: str, details: Mapping[str, Any],
+                      tags: Sequence[str], link: tuple[str | None, str] = (None, "")) -> bool:
+    """One event keyed ``key`` to PagerDuty (``summary``, ``component``, ``group`` the cluster, ``link`` when it is a
+    web URL) or Opsgenie (``title`` as message, ``description``, entity the cluster, ``tags``)."""
     if channel == "pagerduty":
-        web = run_url and run_url.startswith(("http://", "https://"))
-        links = [{"href": run_url, "text": "Airflow"}] if web else None
-        return channels.send_pagerduty(conn_id, action, entry["key"], summary=f"{title}: {entry.get('detail')}",
-                                       severity=str(entry.get("severity")), component=str(entry.get("check_id")),
-                                       group=cluster, details=details, links=links)
-    return channels.send_opsgenie(conn_id, action, entry["key"], message=title, severity=str(entry.get("severity")),
-                                  description=f"{entry.get('detail')} (at {entry.get('path')})", entity=cluster,
-                                  details={k: str(v) for k, v in details.items()},
-                                  tags=("kafka-zk-audit", cluster, str(entry.get("check_id"))))
+        url, text = link
+        links = [{"href": url, "text": text}] if url and url.startswith(("http://", "https://")) else None
+        return channels.send_pagerduty(conn_id, action, key, summary=summary, severity=severity, component=component,
+                                       group=cluster, details=dict(details), links=links)
+    return channels.send_opsgenie(conn_id, action, key, message=title, severity=severity, description=description,
+                                  entity=cluster, details={k: str(v) for k, v in details.items()},
+                                  tags=tuple(tags))
 
 
 class AuditAlertNotifier(BaseNotifier):

@@ -16,11 +16,10 @@ from typing import Any
 
 from airflow.sdk import BaseNotifier
 
-from kafka_zk_audit.airflow.notifications import channels
-from kafka_zk_audit.airflow.notifications.audit_alert import digest_channels
+from kafka_zk_audit.airflow.notifications.audit_alert import digest_channels, send_paging_event
 from kafka_zk_audit.contract.settings import AuditConfig, load_config
 from kafka_zk_audit.report.alert import Alert
-from kafka_zk_audit.report.failure import TaskFailure, build_failure_alert, failure_key, failure_severity
+from kafka_zk_audit.report.failure import FLEET, TaskFailure, build_failure_alert, failure_key, failure_severity
 
 log = logging.getLogger(__name__)
 
@@ -89,23 +88,18 @@ def deliver_failure(alert: Alert, failure: TaskFailure, cfg: AuditConfig) -> lis
     if not routes:
         log.info("failure alert not sent: no alert route (alerts.email_to, alerts.webhook_conn_id and alerts.routes "
                  "are empty)")
-    key, severity, cluster = failure_key(failure), failure_severity(failure), failure.cluster or "fleet"
+    key, severity, cluster = failure_key(failure), failure_severity(failure), failure.cluster or FLEET
     details = {name: str(value) for name, value in alert.facts.items() if value is not None}
     deliveries: list[dict[str, Any]] = []
     for index, route in enumerate(routes):
         for channel, target, send in digest_channels(alert, route, cfg):
             deliveries.append({"route": index, "channel": channel, "target": target, "ok": send()})
-        if route.pagerduty_conn_id:
-            web = failure.log_url and failure.log_url.startswith(("http://", "https://"))
-            ok = channels.send_pagerduty(
-                route.pagerduty_conn_id, "trigger", key, summary=alert.subject, severity=severity,
-                component=failure.task_id, group=cluster, details=details,
-                links=[{"href": failure.log_url, "text": "task log"}] if web else None)
-            deliveries.append({"route": index, "channel": "pagerduty", "target": route.pagerduty_conn_id, "ok": ok})
-        if route.opsgenie_conn_id:
-            ok = channels.send_opsgenie(
-                route.opsgenie_conn_id, "trigger", key, message=alert.subject, severity=severity,
-                description=alert.text, entity=cluster, details=details,
-                tags=("kafka-zk-audit", cluster, "task_failed"))
-            deliveries.append({"route": index, "channel": "opsgenie", "target": route.opsgenie_conn_id, "ok": ok})
+        for channel, conn_id in (("pagerduty", route.pagerduty_conn_id), ("opsgenie", route.opsgenie_conn_id)):
+            if conn_id:
+                ok = send_paging_event(channel, conn_id, "trigger", key, title=alert.subject, summary=alert.subject,
+                                       description=alert.text, severity=severity, cluster=cluster,
+                                       component=failure.task_id, details=details,
+                                       tags=("kafka-zk-audit", cluster, "task_failed"),
+                                       link=(failure.log_url, "task log"))
+                deliveries.append({"route": index, "channel": channel, "target": conn_id, "ok": ok})
     return deliveries
