@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -131,7 +130,8 @@ def finalize_findings(raw: DataFrame, batch: Batch, previous_findings: DataFrame
     import pyarrow.compute as pc
 
     spark = raw.sparkSession
-    current = current_identities(raw, batch).persist(StorageLevel.MEMORY_AND_DISK)
+    # the checks run here, once: what follows plans on their rows, not on the checks' whole plan
+    current = current_identities(raw, batch).localCheckpoint(eager=True)
     stored = _stored_history(previous_findings, current)
     first_seen = _first_seen(current, batch, stored)
     previous = _previous(current, batch, stored).withColumn("seen_before", F.lit(True))
@@ -160,7 +160,6 @@ def finalize_findings(raw: DataFrame, batch: Batch, previous_findings: DataFrame
         .select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in FINDINGS.fields])
     )
     rows = shaped.toArrow()  # the one job: every identity of every snapshot with its outcome
-    current.unpersist()
     stats: dict[str, dict[str, int]] = {sid: dict.fromkeys(STATS, 0) for sid in batch.ids}
     for row in rows.group_by([KEY, "status"]).aggregate([([], "count_all")]).to_pylist():
         if row["status"] in STATS and row[KEY] in stats:

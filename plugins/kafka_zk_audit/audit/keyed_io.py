@@ -18,6 +18,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructField, StructType
 
+from kafka_zk_audit.audit.unions import union_all
 from kafka_zk_audit.contract.schemas import KEY, keyed
 from kafka_zk_audit.contract.warehouse import Warehouse
 
@@ -130,10 +131,7 @@ def collect_all_at_once(frames: Mapping[str, DataFrame]) -> dict[str, Any]:
     parts = [frame.select(F.lit(name).alias("_table"), F.col(KEY),
                           F.struct(*[nullable(c) for c in frame.columns if c != KEY]).alias(f"_{index}"))
              for index, (name, frame) in enumerate(frames.items())]
-    union = parts[0]
-    for part in parts[1:]:
-        union = union.unionByName(part, allowMissingColumns=True)
-    rows = union.toArrow()
+    rows = union_all(parts, allow_missing_columns=True).toArrow()
     collected = {}
     for index, name in enumerate(frames):
         file_fields = [StructField(f.name, f.dataType, True) for f in frames[name].schema.fields if f.name != KEY]

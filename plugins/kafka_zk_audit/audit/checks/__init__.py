@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import reduce
 
 from pyspark.sql import DataFrame
 
 from kafka_zk_audit.audit.checks import admin, brokers_topics, consumers, controller, migration, partitions, znodes
 from kafka_zk_audit.audit.checks.common import family_functions
 from kafka_zk_audit.audit.params import Params
+from kafka_zk_audit.audit.unions import union_all
 from kafka_zk_audit.contract.catalogue import BY_ID, CHECK_IDS
 from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, TABLES, keyed
 
@@ -67,4 +67,4 @@ def run_checks(
     inputs = CheckInputs(tables=tables, previous=previous, params=params)
     columns = keyed(CHECK_OUTPUT).names
     outputs = [run_check(check_id, inputs).select(*columns) for check_id in check_ids]
-    return reduce(DataFrame.unionByName, outputs)
+    return union_all(outputs)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import reduce
 
 from pyspark.sql import DataFrame
+
+from kafka_zk_audit.audit.unions import union_all
 
 from .common import REASON, origin
 
@@ -13,4 +14,4 @@ from .common import REASON, origin
 def malformed_table(results: Sequence[DataFrame]) -> DataFrame:
     """kind, reason, key and origin of each rejected znode, from every parse result."""
     rejected = [result.filter(f"{REASON} IS NOT NULL").select("kind", REASON, *origin()) for result in results]
-    return reduce(DataFrame.union, rejected)
+    return union_all(rejected, by_name=False)
