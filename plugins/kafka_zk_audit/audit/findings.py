@@ -121,7 +121,7 @@ class FinalizedFindings:
 
 def finalize_findings(raw: DataFrame, batch: Batch, previous_findings: DataFrame | None) -> FinalizedFindings:
     """Findings in the FINDINGS shape, the suppressed history, and per snapshot id the {new, resolved, ongoing,
-    explained, suppressed} counts, from one Spark job.
+    explained, suppressed} counts, from two Spark jobs: the checks' rows, checkpointed, then every outcome.
 
     ``raw`` is the keyed check rows of the batch; ``previous_findings`` the stored baselines' findings and
     suppressed history (FINDINGS shape), keyed by the snapshot they are the baseline of.
@@ -159,7 +159,7 @@ def finalize_findings(raw: DataFrame, batch: Batch, previous_findings: DataFrame
         .withColumn("cluster", batch.cluster_column())
         .select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in FINDINGS.fields])
     )
-    rows = shaped.toArrow()  # the one job: every identity of every snapshot with its outcome
+    rows = shaped.toArrow()  # every identity of every snapshot with its outcome
     stats: dict[str, dict[str, int]] = {sid: dict.fromkeys(STATS, 0) for sid in batch.ids}
     for row in rows.group_by([KEY, "status"]).aggregate([([], "count_all")]).to_pylist():
         if row["status"] in STATS and row[KEY] in stats:
