@@ -1,0 +1,30 @@
+"""``union_all``: the frames' rows as one frame, united as a balanced tree (audit/unions.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafka_zk_audit.audit.unions import union_all
+
+pytestmark = pytest.mark.spark
+
+
+def test_every_row_of_every_frame_once_by_name_and_by_position(spark):
+    frames = [spark.createDataFrame([(i, f"f{i}-{j}") for j in range(1 + i % 3)], "n int, s string") for i in range(7)]
+    expected = sorted((i, f"f{i}-{j}") for i in range(7) for j in range(1 + i % 3))
+    assert sorted(tuple(r) for r in union_all(frames).collect()) == expected
+    swapped = [f.select("s", "n") for f in frames]  # by name: the columns' order does not matter
+    assert sorted(tuple(r) for r in union_all([frames[0], *swapped[1:]]).collect()) == expected
+    by_position = union_all([f.select("n", "s") for f in frames], by_name=False)
+    assert sorted(tuple(r) for r in by_position.collect()) == expected
+
+
+def test_missing_columns_are_null_when_allowed_and_one_frame_is_itself(spark):
+    left = spark.createDataFrame([(1,)], "a int")
+    right = spark.createDataFrame([(2,)], "b int")
+    third = spark.createDataFrame([(3, 4)], "a int, b int")
+    rows = union_all([left, right, third], allow_missing_columns=True).orderBy("a", "b").collect()
+    assert [(r["a"], r["b"]) for r in rows] == [(None, 2), (1, None), (3, 4)]
+    assert union_all([left]) is left
+    with pytest.raises(ValueError):
+        union_all([])
