@@ -133,8 +133,6 @@ def finalized(small_data_spark: SparkSession) -> dict[str, Any]:
         "chained_suppressed": rows_of(chained.suppressed),
         "chained_stats": chained.stats,
     }
-    for finalized in (with_history, first_run, lifted, chained):
-        finalized.unpersist()
     return out
 
 

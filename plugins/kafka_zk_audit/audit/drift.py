@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit.batch import Batch
+from kafka_zk_audit.audit.unions import union_all
 from kafka_zk_audit.contract.drift import COUNTS
 from kafka_zk_audit.contract.schemas import KEY
 
@@ -28,11 +29,7 @@ def drift_rows(tables: Mapping[str, DataFrame], batch: Batch,
     ``row_counts`` (snapshot id -> table -> rows, as the job knows them from the written files) spares counting
     those tables again; the epochs and the consumer groups are one Spark job for the whole batch.
     """
-    groups = None
-    for name in GROUP_TABLES:
-        ids = tables[name].select(KEY, "group_id")
-        groups = ids if groups is None else groups.unionByName(ids)
-    assert groups is not None
+    groups = union_all([tables[name].select(KEY, "group_id") for name in GROUP_TABLES])
     counted = groups.distinct().groupBy(KEY).agg(F.count(F.lit(1)).alias("groups"))
     epochs = tables["controller_epoch"].groupBy(KEY).agg(F.max("epoch").alias("epoch"))
     figures = counted.join(epochs, KEY, "full").collect()

@@ -115,9 +115,6 @@ class FinalizedFindings:
     suppressed_rows: Any
     stats: dict[str, dict[str, int]]
 
-    def unpersist(self) -> None:
-        """Nothing is cached any more (kept for callers written when the frames were)."""
-
 
 def finalize_findings(raw: DataFrame, batch: Batch, previous_findings: DataFrame | None) -> FinalizedFindings:
     """Findings in the FINDINGS shape, the suppressed history, and per snapshot id the {new, resolved, ongoing,

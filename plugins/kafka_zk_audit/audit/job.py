@@ -263,7 +263,6 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
         results[sid] = result
         log.info("%s: findings: %d (%d new, %d resolved); per check: %s", sid, result["findings"],
                  result["new_findings"], result["resolved_findings"], {k: v for k, v in result["checks"].items() if v})
-    finalized.unpersist()
     clock.log(ids)
     log.info("audited %d snapshot(s) in %.1fs", len(ids), seconds)
     return results

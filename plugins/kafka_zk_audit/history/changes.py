@@ -57,6 +57,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from kafka_zk_audit.audit.unions import union_all
 from kafka_zk_audit.contract.secrets import SECRET_PATHS
 from kafka_zk_audit.history.intervals import BASE, CHECKED_PATHS, znode_versions
 from kafka_zk_audit.history.txncolumns import SlowRows, change_rows, secret_rows
@@ -179,10 +180,7 @@ def _scrubber(key: bytes | None) -> Any:
 def read_logs(spark: SparkSession, files: list[str]) -> DataFrame:
     """The log files with the ``binaryFile`` source: one scan per file, so that each is one task."""
     frames = [spark.read.format("binaryFile").load(str(Path(file).resolve())) for file in files]
-    union = frames[0]
-    for frame in frames[1:]:
-        union = union.unionByName(frame)
-    return union.select("path", "content")
+    return union_all(frames).select("path", "content")
 
 
 def without_gc(decode: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]

@@ -33,6 +33,7 @@ from pyspark.sql import functions as F
 from kafka_zk_audit.audit import normalize
 from kafka_zk_audit.audit.checks.common import int_list, kraft_controller, say
 from kafka_zk_audit.audit.normalize import family_tables, name_part, to_int
+from kafka_zk_audit.audit.unions import union_all
 from kafka_zk_audit.contract.catalogue import BY_ID
 from kafka_zk_audit.contract.schemas import KEY
 
@@ -138,11 +139,8 @@ def _component(versions: DataFrame, pattern: str, keys: dict[str, Column], parse
 def as_of(events: Sequence[DataFrame], keys: Sequence[str], components: Sequence[str]) -> DataFrame:
     """Per key, one row at every zxid where any component changed: each component's latest state then,
     ``end_zxid``/``end_time`` the next such change (null: still so at the end of the logs)."""
-    union = None
-    for index, frame in enumerate(events):
-        frame = frame.withColumn("_seq", F.lit(index))
-        union = frame if union is None else union.unionByName(frame, allowMissingColumns=True)
-    assert union is not None
+    union = union_all([frame.withColumn("_seq", F.lit(index)) for index, frame in enumerate(events)],
+                      allow_missing_columns=True)
     ordered = Window.partitionBy(*keys).orderBy("zxid", "_seq").rowsBetween(*_UNBOUNDED)
     filled = union.select(*keys, "zxid", "time", "_seq",
                           *[F.last(c, ignorenulls=True).over(ordered).alias(c) for c in components])

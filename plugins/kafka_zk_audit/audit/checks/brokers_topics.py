@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from functools import reduce
-
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit.checks.common import say, to_output
+from kafka_zk_audit.audit.unions import union_all
 from kafka_zk_audit.contract.schemas import KEY
 
 
@@ -84,10 +83,7 @@ def deleted_topic_remnants(
         "consumer owner znode(s)": consumer_owners.select(KEY, "topic", "path"),
         "consumer offset znode(s)": consumer_offsets.select(KEY, "topic", "path"),
     }
-    leftovers = reduce(
-        DataFrame.unionByName,
-        [rows.withColumn("kind", F.lit(kind)) for kind, rows in sources.items()],
-    )
+    leftovers = union_all([rows.withColumn("kind", F.lit(kind)) for kind, rows in sources.items()])
     rows = (
         leftovers.where(F.col("topic").isNotNull())
         .join(topics.select(KEY, "topic"), [KEY, "topic"], "left_anti")
