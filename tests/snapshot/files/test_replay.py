@@ -46,13 +46,24 @@ def test_every_zxid_from_the_first_snapshot_is_digest_checked(zk_files, tmp_path
     assert tree.nodes == newest.nodes
 
 
-def test_an_earlier_zxid_uses_a_snapshot_that_ends_by_it(zk_files):
+def test_an_earlier_zxid_uses_a_snapshot_that_ends_by_it(zk_files, tmp_path):
+    """The newest snapshot serves the zxid its trailer names (or the next one, when ZooKeeper wrote it while a txn
+    was being applied); an earlier zxid comes from an earlier snapshot plus the logs. The oracle is the replay of
+    every txn from snapshot.0."""
     later = read_snapshot(snapshot_files(zk_files.data_dir)[-1])
-    at_its_end = rebuild_tree(zk_files.data_dir, zk_files.log_dir, at_zxid=later.digest_zxid)
-    assert Path(at_its_end.snapshot_file).name == Path(later.path).name and at_its_end.zxid == later.digest_zxid
+    from_first = _copy_snapshots(zk_files, tmp_path / "data", keep=lambda path: snapshot_zxid(path) == 0)
+    at_trailer = rebuild_tree(zk_files.data_dir, zk_files.log_dir, at_zxid=later.digest_zxid)
+    assert at_trailer.zxid == later.digest_zxid and at_trailer.digest_verified is True
+    assert at_trailer.nodes == rebuild_tree(from_first, zk_files.log_dir, at_zxid=later.digest_zxid).nodes
+    at_its_end = at_trailer
+    if Path(at_trailer.snapshot_file).name != Path(later.path).name:  # a txn was in flight as it was written
+        assert snapshot_zxid(at_trailer.snapshot_file) < later.zxid
+        at_its_end = rebuild_tree(zk_files.data_dir, zk_files.log_dir, at_zxid=later.digest_zxid + 1)
+    assert Path(at_its_end.snapshot_file).name == Path(later.path).name
     before_it = rebuild_tree(zk_files.data_dir, zk_files.log_dir, at_zxid=later.zxid - 1)
     assert snapshot_zxid(before_it.snapshot_file) < later.zxid and before_it.zxid == later.zxid - 1
-    assert at_its_end.digest_verified is True and before_it.digest_verified is True
+    assert before_it.digest_verified is True
+    assert before_it.nodes == rebuild_tree(from_first, zk_files.log_dir, at_zxid=later.zxid - 1).nodes
 
 
 def test_a_corrupt_newest_snapshot_falls_back_to_the_previous_one(zk_files, tmp_path):
@@ -124,6 +135,11 @@ def test_a_snapshot_written_while_a_txn_was_applied_rebuilds_as_zookeeper_loads_
 
     rebuilt = rebuild_tree(IN_FLIGHT, None)
     assert rebuilt.digest_verified is True and Path(rebuilt.snapshot_file).name == "snapshot.17"
+    # the snapshot holds part of 0x18: it serves 0x18 on, and 0x17 needs an earlier snapshot (there is none here)
+    assert Path(rebuild_tree(IN_FLIGHT, None, at_zxid=0x18).snapshot_file).name == "snapshot.17"
+    with pytest.raises(OfflineFilesError, match=r"no usable snapshot at or before zxid 0x17 .*snapshot\.17: holds "
+                                                r"part of txn 0x18, after the target"):
+        rebuild_tree(IN_FLIGHT, None, at_zxid=0x17)
 
     server = ZooKeeperServer(tmp_path / "zk", port=free_port())
     shutil.copytree(IN_FLIGHT, server.data_dir / "data")

@@ -5,8 +5,8 @@ file-name zxid Z0 and the tree is consistent from the digest trailer's zxid Z1 o
 inside (Z0, Z1] only. The tree digest (3.6+) is kept as ZooKeeper keeps it and compared with the snapshot's at
 Z1 and with every logged txn digest after it, so a rebuilt tree is either ZooKeeper's own or refused.
 
-Choosing the files is here (the newest usable snapshot at or before the target, the logs after it, their txns in
-zxid order); applying the txns and checking the digest is ``processtxn``.
+Choosing the files is here (the newest snapshot consistent by the target, the logs after it, their txns in zxid
+order); applying the txns and checking the digest is ``processtxn``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from kafka_zk_audit.snapshot.files.datatree import NodeMap
 from kafka_zk_audit.snapshot.files.processtxn import OfflineFilesError, Replayer
-from kafka_zk_audit.snapshot.files.snapdecode import SnapshotFile, SnapshotFileError
+from kafka_zk_audit.snapshot.files.snapdecode import SnapshotFileError
 from kafka_zk_audit.snapshot.files.snapfile import read_snapshot, snapshot_files, snapshot_zxid
 from kafka_zk_audit.snapshot.files.txndecode import Txn
 from kafka_zk_audit.snapshot.files.txnlog import TxnLogError, iter_txns, log_files, log_start_zxid
@@ -93,8 +93,8 @@ def _rebuild_tree(
     if at_time is not None:
         target = _zxid_at_time(logs, at_time, target, snapshots)
         say(f"--at-time {at_time.isoformat()} is zxid {target:#x}")
-    snapshot, skipped = _newest_usable_snapshot(snapshots, target, say)
-    replayer = Replayer(snapshot, lambda: _logged_digest(logs, snapshot.zxid))
+    replayer, skipped = _newest_usable_replayer(snapshots, logs, target, say)
+    snapshot = replayer.snapshot
     used_logs = [path for path in _logs_after(logs, snapshot.zxid) if target is None or log_start_zxid(path) <= target]
     say(f"snapshot {Path(snapshot.path).name}: {len(snapshot.nodes)} znodes; replaying {len(used_logs)} log file(s)")
     reached: list[int] = []
@@ -131,10 +131,14 @@ def _zxid_at_time(logs: list[Path], at_time: datetime, at_zxid: int | None, snap
     return last
 
 
-def _newest_usable_snapshot(
-    snapshots: list[Path], target: int | None, say: Callable[[str], None]
-) -> tuple[SnapshotFile, list[str]]:
-    """The newest snapshot that starts at or before ``target``, ends by it, and parses whole."""
+def _newest_usable_replayer(
+    snapshots: list[Path], logs: list[Path], target: int | None, say: Callable[[str], None]
+) -> tuple[Replayer, list[str]]:
+    """A replayer on the newest snapshot that starts at or before ``target``, is consistent by it, and parses whole.
+
+    A snapshot is consistent from its trailer's zxid on, or from the next one when a txn was being applied as it
+    was written (the replayer finds that): a target before that comes from an earlier snapshot and the logs.
+    """
     skipped: list[str] = []
     for path in reversed(snapshots):
         if target is not None and snapshot_zxid(path) > target:
@@ -149,7 +153,11 @@ def _newest_usable_snapshot(
         if target is not None and snapshot.digest_zxid is not None and snapshot.digest_zxid > target:
             skipped.append(f"{path.name}: holds txns up to {snapshot.digest_zxid:#x}, after the target")
             continue
-        return snapshot, skipped
+        replayer = Replayer(snapshot, lambda zxid=snapshot.zxid: _logged_digest(logs, zxid))
+        if target is not None and replayer.fuzzy_end > target:
+            skipped.append(f"{path.name}: holds part of txn {replayer.fuzzy_end:#x}, after the target")
+            continue
+        return replayer, skipped
     where = "" if target is None else f" at or before zxid {target:#x}"
     reasons = "; ".join(skipped) or "none starts early enough"
     raise OfflineFilesError(f"no usable snapshot{where} in {snapshots[0].parent} ({reasons}); copy an older or "
