@@ -46,6 +46,9 @@ class AirflowServices:
             # the API server signs the tasks' tokens, the scheduler asks for them: one key for both
             "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(32),
             "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+            # the DAG files do not change while the services run: parse each once, not again every 30 s (each
+            # parse is a new Python process that imports Airflow and the DAG's modules)
+            "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "3600",
         })
         if triggerer:  # its log server's port (default 8794, on every interface): a free one on loopback
             self.env["AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT"] = str(free_port())
