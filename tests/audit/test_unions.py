@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_zk_audit.audit.unions import union_all
+from kafka_zk_audit.audit.unions import only_columns, union_all
 
 pytestmark = pytest.mark.spark
 
@@ -28,3 +28,10 @@ def test_missing_columns_are_null_when_allowed_and_one_frame_is_itself(spark):
     assert union_all([left]) is left
     with pytest.raises(ValueError):
         union_all([])
+
+
+def test_only_columns_keeps_a_frame_that_has_them_and_selects_otherwise(spark):
+    frame = spark.createDataFrame([(1, "a", True)], "n int, s string, b boolean")
+    assert only_columns(frame, ["n", "s", "b"]) is frame  # no new plan
+    assert only_columns(frame, ["s", "n"]).columns == ["s", "n"]
+    assert tuple(only_columns(frame, ["b", "n"]).first()) == (True, 1)

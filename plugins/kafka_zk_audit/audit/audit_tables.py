@@ -12,10 +12,11 @@ frame of their keys), and the znodes table a placeholder row for a snapshot with
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, MapType, StructType
 
+from kafka_zk_audit.audit import sql_text
 from kafka_zk_audit.contract.catalogue import CHECK_IDS, CHECKS, ENTITIES
 from kafka_zk_audit.contract.schemas import INDEX_COLUMNS, KEY
 
@@ -60,40 +61,39 @@ def _entity_rows(entity: str, tables: dict[str, DataFrame]) -> DataFrame:
     raise ValueError(f"no audit rows defined for entity {entity!r}")
 
 
-def _flag(check_id: str) -> Column:
-    return F.coalesce(F.max(F.col("check_id") == check_id), F.lit(False)).alias(check_id)
+def _flag(check_id: str) -> str:
+    return f"coalesce(max(check_id = {sql_text.string_literal(check_id)}), false) AS {sql_text.identifier(check_id)}"
 
 
 def _flagged(findings: DataFrame, checks: tuple[str, ...]) -> DataFrame:
     """The findings of these checks that flag their subject: an explained finding (a known, harmless
     cause, severity info) is reported but never flagged, so the gate does not fail on it."""
-    explained = F.coalesce(F.col("status") == "explained", F.lit(False))
-    return findings.where(F.col("check_id").isin(*checks) & ~explained)
+    listed = ", ".join(map(sql_text.string_literal, checks))
+    return findings.where(f"check_id IN ({listed}) AND NOT coalesce(status = 'explained', false)")
 
 
 def _with_flags(entity: str, rows: DataFrame, findings: DataFrame) -> DataFrame:
     """The entity's rows and its findings' subjects, one row per subject, one boolean per check.
 
     Both sides are stacked and grouped by the subject columns (grouping treats nulls as equal, as the
-    findings' identity does): one shuffle, where a join would need three.
+    findings' identity does): one shuffle, where a join would need three. The expressions are SQL text: one JVM
+    round trip each.
     """
     keys = ENTITY_KEYS[entity]
     checks = entity_checks(entity)
+    q = sql_text.identifier
     evidence = [c for c in rows.columns if c not in keys and c not in ("path", KEY)]
-    own = rows.select(
-        KEY, *keys, F.col("path").alias("own_path"), F.lit(None).cast("string").alias("subject_path"), *evidence,
-        F.lit(None).cast("string").alias("check_id"),
+    own = rows.selectExpr(
+        KEY, *map(q, keys), "path AS own_path", "CAST(NULL AS STRING) AS subject_path", *map(q, evidence),
+        "CAST(NULL AS STRING) AS check_id",
     )
-    subjects = _flagged(findings, checks).select(
-        KEY, *keys, F.lit(None).cast("string").alias("own_path"), F.col("path").alias("subject_path"),
-        *[F.lit(None).cast(rows.schema[c].dataType).alias(c) for c in evidence], "check_id",
+    subjects = _flagged(findings, checks).selectExpr(
+        KEY, *map(q, keys), "CAST(NULL AS STRING) AS own_path", "path AS subject_path",
+        *[f"{sql_text.cast('NULL', rows.schema[c].dataType)} AS {q(c)}" for c in evidence], "check_id",
     )
-    path = [] if "path" in keys else [
-        F.coalesce(F.first("own_path", ignorenulls=True), F.min("subject_path")).alias("path")
-    ]
-    return own.unionByName(subjects).groupBy(KEY, *keys).agg(
-        *path, *[F.first(c, ignorenulls=True).alias(c) for c in evidence], *[_flag(c) for c in checks]
-    )
+    path = [] if "path" in keys else ["coalesce(first(own_path, true), min(subject_path)) AS path"]
+    aggregates = [*path, *[f"first({q(c)}, true) AS {q(c)}" for c in evidence], *map(_flag, checks)]
+    return own.unionByName(subjects).groupBy(KEY, *keys).agg(*map(sql_text.expr, aggregates))
 
 
 def _controller_table(tables: dict[str, DataFrame], findings: DataFrame, snapshots: DataFrame) -> DataFrame:
@@ -106,7 +106,7 @@ def _controller_table(tables: dict[str, DataFrame], findings: DataFrame, snapsho
     )
     epoch = tables["controller_epoch"].groupBy(KEY).agg(F.first("epoch", ignorenulls=True).alias("controller_epoch"))
     checks = entity_checks("controller")
-    flags = _flagged(findings, checks).groupBy(KEY).agg(*[_flag(c) for c in checks])
+    flags = _flagged(findings, checks).groupBy(KEY).agg(*[sql_text.expr(_flag(c)) for c in checks])
     return (
         snapshots.select(KEY).join(znode, KEY, "left").join(epoch, KEY, "left").join(flags, KEY, "left")
         .select(KEY, F.coalesce(F.col("path"), F.lit(CONTROLLER_PATH)).alias("path"), "broker_id", "is_ephemeral",
@@ -150,19 +150,21 @@ def conform_for_gate(audit: DataFrame) -> DataFrame:
     """Give an audit table the gate's index columns: identity columns (typed nulls where absent) and
     ``evidence``, the other non-flag columns as ``name value`` text, e.g. ``leader 3 · isr [1,2]``."""
     flags = set(CHECK_IDS)
-    evidence_parts = []
-    for field in audit.schema.fields:
+    fields = audit.schema.fields
+    present = {field.name for field in fields}
+    evidence_parts = []  # SQL text: the whole select is one JVM round trip per column
+    for field in fields:
         if field.name in flags or field.name in IDENTITY_TYPES or field.name == KEY:
             continue
-        value = F.col(field.name)
+        value = sql_text.identifier(field.name)
         if isinstance(field.dataType, ArrayType | MapType | StructType):
-            value = F.to_json(value)
-        evidence_parts.append(F.when(value.isNotNull(), F.concat(F.lit(field.name + " "), value.cast("string"))))
-    for name, dtype in IDENTITY_TYPES.items():
-        if name not in audit.columns:
-            audit = audit.withColumn(name, F.lit(None).cast(dtype))
-    evidence = F.concat_ws(" · ", *evidence_parts) if evidence_parts else F.lit(None).cast("string")
-    rest = [c for c in audit.columns if c not in IDENTITY_TYPES and c != KEY]
-    key = [KEY] if KEY in audit.columns else []
-    return audit.withColumn("evidence", evidence).select(*key, *INDEX_COLUMNS, *[c for c in rest if c != "evidence"])
-
+            value = f"to_json({value})"
+        label = sql_text.string_literal(field.name + " ")
+        evidence_parts.append(f"CASE WHEN {value} IS NOT NULL THEN concat({label}, CAST({value} AS STRING)) END")
+    index = {name: sql_text.identifier(name) if name in present else f"CAST(NULL AS {dtype}) AS {name}"
+             for name, dtype in IDENTITY_TYPES.items()}
+    index["evidence"] = (f"concat_ws(' · ', {', '.join(evidence_parts)})" if evidence_parts
+                         else "CAST(NULL AS STRING)") + " AS evidence"
+    rest = [c for c in audit.columns if c not in IDENTITY_TYPES and c not in (KEY, "evidence")]
+    key = [KEY] if KEY in present else []
+    return audit.selectExpr(*key, *[index[name] for name in INDEX_COLUMNS], *map(sql_text.identifier, rest))

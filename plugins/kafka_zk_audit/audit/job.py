@@ -69,11 +69,13 @@ class PhaseClock:
     (``bench/profile_audit.py`` reads it)."""
 
     def __init__(self, spark: SparkSession) -> None:
-        self._tracker = spark.sparkContext.statusTracker()
+        # the JVM's tracker: PySpark's copies the ids of every job the session kept (up to 1,000) one JVM round trip
+        # each, where the length of the JVM's array is one
+        self._tracker = spark.sparkContext._jsc.statusTracker()
         self.phases: dict[str, dict[str, float]] = {}
 
     def _jobs(self) -> int:
-        return len(self._tracker.getJobIdsForGroup())
+        return len(self._tracker.getJobIdsForGroup(None))
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:

@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import StructField, StructType
 
+from kafka_zk_audit.audit import sql_text
 from kafka_zk_audit.audit.unions import union_all
 from kafka_zk_audit.contract.schemas import KEY, keyed
 from kafka_zk_audit.contract.warehouse import Warehouse
@@ -125,11 +126,13 @@ def collect_all_at_once(frames: Mapping[str, DataFrame]) -> dict[str, Any]:
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    def nullable(column: str) -> Any:  # a null struct of non-nullable fields cannot go through Arrow
-        return F.when(F.col(column).isNull(), F.lit(None)).otherwise(F.col(column)).alias(column)
+    def row_of(index: int, frame: DataFrame) -> Column:  # one SQL expression: one JVM round trip
+        # every field marked nullable: a null struct of non-nullable fields cannot go through Arrow
+        fields = sql_text.named_struct((c, sql_text.nullable(sql_text.identifier(c))) for c in frame.columns
+                                       if c != KEY)
+        return sql_text.expr(f"{fields} AS _{index}")
 
-    parts = [frame.select(F.lit(name).alias("_table"), F.col(KEY),
-                          F.struct(*[nullable(c) for c in frame.columns if c != KEY]).alias(f"_{index}"))
+    parts = [frame.select(F.lit(name).alias("_table"), F.col(KEY), row_of(index, frame))
              for index, (name, frame) in enumerate(frames.items())]
     rows = union_all(parts, allow_missing_columns=True).toArrow()
     collected = {}

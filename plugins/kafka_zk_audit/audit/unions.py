@@ -29,3 +29,9 @@ def union_all(frames: Sequence[DataFrame], *, by_name: bool = True, allow_missin
             paired.append(level[-1])
         level = paired
     return level[0]
+
+
+def only_columns(frame: DataFrame, columns: Sequence[str]) -> DataFrame:
+    """The frame with exactly ``columns``, in that order: the frame itself when it has them already (a select of
+    n names costs about 2n JVM round trips), else a select of them."""
+    return frame if frame.columns == list(columns) else frame.select(*columns)

@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame
 from kafka_zk_audit.audit.checks import admin, brokers_topics, consumers, controller, migration, partitions, znodes
 from kafka_zk_audit.audit.checks.common import family_functions
 from kafka_zk_audit.audit.params import Params
-from kafka_zk_audit.audit.unions import union_all
+from kafka_zk_audit.audit.unions import only_columns, union_all
 from kafka_zk_audit.contract.catalogue import BY_ID, CHECK_IDS
 from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, TABLES, keyed
 
@@ -66,5 +66,5 @@ def run_checks(
         raise ValueError(f"run_checks needs every normalized table; missing: {', '.join(missing)}")
     inputs = CheckInputs(tables=tables, previous=previous, params=params)
     columns = keyed(CHECK_OUTPUT).names
-    outputs = [run_check(check_id, inputs).select(*columns) for check_id in check_ids]
+    outputs = [only_columns(run_check(check_id, inputs), columns) for check_id in check_ids]
     return union_all(outputs)

@@ -14,6 +14,7 @@ from types import ModuleType
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from kafka_zk_audit.audit import sql_text
 from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, KEY
 
 ColumnLike = Column | str | None
@@ -39,17 +40,25 @@ def to_output(
 ) -> DataFrame:
     """The rows of a check as keyed CHECK_OUTPUT: snapshot key, check id, subject (null when not given), path,
     detail, and whether the row is explained (a known, harmless cause; default False)."""
-    values = {
-        "check_id": F.lit(check_id),
-        "topic": _column(topic),
-        "partition": _column(partition),
-        "group_id": _column(group_id),
-        "broker_id": _column(broker_id),
-        "path": _column(path),
+    values: dict[str, ColumnLike] = {
+        "topic": topic,
+        "partition": partition,
+        "group_id": group_id,
+        "broker_id": broker_id,
+        "path": path,
         "detail": detail,
-        "explained": F.coalesce(explained, F.lit(False)) if explained is not None else F.lit(False),
+        "explained": F.coalesce(explained, F.lit(False)) if explained is not None else None,
     }
-    return rows.select(F.col(KEY), *[values[f.name].cast(f.dataType).alias(f.name) for f in CHECK_OUTPUT.fields])
+    constants = {"check_id": sql_text.string_literal(check_id), "explained": "false"}
+    columns: list[Column] = []
+    for field in CHECK_OUTPUT.fields:  # names and constants as SQL text: one JVM round trip for each column
+        value = values.get(field.name)
+        if isinstance(value, Column):
+            columns.append(value.cast(sql_text.sql_type(field.dataType)).alias(field.name))
+            continue
+        sql = constants.get(field.name) or ("NULL" if value is None else sql_text.column_ref(value))
+        columns.append(sql_text.expr(f"{sql_text.cast(sql, field.dataType)} AS {sql_text.identifier(field.name)}"))
+    return rows.select(KEY, *columns)
 
 
 def empty_output(like: DataFrame, check_id: str) -> DataFrame:
@@ -59,7 +68,10 @@ def empty_output(like: DataFrame, check_id: str) -> DataFrame:
 
 def text(value: ColumnLike) -> Column:
     """A value as text for a detail sentence; null reads as 'null'."""
-    return F.coalesce(_column(value).cast("string"), F.lit("null"))
+    if isinstance(value, Column):
+        return F.coalesce(value.cast("string"), F.lit("null"))
+    source = "NULL" if value is None else sql_text.column_ref(value)
+    return sql_text.expr(f"coalesce(CAST({source} AS STRING), 'null')")  # one JVM round trip
 
 
 def empty_ints() -> Column:

@@ -37,10 +37,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
+from kafka_zk_audit.audit import sql_text
 from kafka_zk_audit.contract.schemas import TABLES, keyed
 
 from . import admin, brokers, configs, consumers, controller, notifications, security, topics
@@ -127,19 +127,17 @@ def conform(frame: DataFrame, schema: StructType) -> DataFrame:
     if list(frame.schema.fields) == list(schema.fields):
         return frame
     current = {field.name: field for field in frame.schema.fields}
-    columns: list[Column | str] = []
+    columns: list[str] = []  # SQL text: a JVM round trip for each column, not half a dozen
     for target in schema.fields:
-        source = current[target.name]
+        source, name = current[target.name], sql_text.identifier(target.name)
         if source == target:
-            columns.append(target.name)
+            columns.append(name)
             continue
-        column = F.col(target.name)
-        if source.dataType != target.dataType:
-            column = column.cast(target.dataType)
+        value = name if source.dataType == target.dataType else sql_text.cast(name, target.dataType)
         if not source.nullable:
-            column = F.when(column.isNull(), F.lit(None)).otherwise(column)  # marks the column nullable
-        columns.append(column.alias(target.name))
-    return frame.select(*columns)
+            value = sql_text.nullable(value)
+        columns.append(f"{value} AS {name}")
+    return frame.selectExpr(*columns)
 
 
 def normalize(snapshot: DataFrame, *, persist: bool = True) -> NormalizedTables:

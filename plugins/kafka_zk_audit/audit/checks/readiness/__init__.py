@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 from kafka_zk_audit.audit.checks.common import family_functions
 from kafka_zk_audit.audit.checks.readiness import cluster, configs, topics
 from kafka_zk_audit.audit.checks.readiness.cluster import registered_broker_ids, snapshot_keys
-from kafka_zk_audit.audit.unions import union_all
+from kafka_zk_audit.audit.unions import only_columns, union_all
 from kafka_zk_audit.contract.readiness import BY_CHECK_ID, READINESS_CHECK_IDS, parse_target
 from kafka_zk_audit.contract.schemas import KEY, READINESS, keyed
 
@@ -114,7 +114,7 @@ def run_readiness(
     columns = [F.col(KEY)] + [F.col(field.name).cast(field.dataType).alias(field.name) for field in READINESS.fields]
     if not outputs:
         return spark.createDataFrame([], keyed(READINESS))
-    found = union_all([rows.select(KEY, *CHECK_COLUMNS) for rows in outputs])
+    found = union_all([only_columns(rows, [KEY, *CHECK_COLUMNS]) for rows in outputs])
     # the level table as a lookup by (target version, check) in the plan: no join, no broadcast job
     by_target = {(targets[sid], check_id): (condition_id, level, remedy)
                  for sid, check_id, condition_id, level, remedy in levels}
