@@ -10,7 +10,13 @@ import pytest
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from kafka_zk_audit.audit.findings import _frame
-from kafka_zk_audit.audit.keyed_io import local_keyed, partition_dir, read_keyed, read_keyed_local
+from kafka_zk_audit.audit.keyed_io import (
+    collect_all_at_once,
+    local_keyed,
+    partition_dir,
+    read_keyed,
+    read_keyed_local,
+)
 from kafka_zk_audit.contract.schemas import FINDINGS, KEY, TABLES
 from kafka_zk_audit.contract.warehouse import Warehouse
 
@@ -84,3 +90,25 @@ def test_every_normalized_table_round_trips(spark, tmp_path: Path) -> None:
         empty.write.parquet(partition_dir(root, "s1"))
         assert read_keyed_local(spark, warehouse, root, ["s1"], schema).schema == \
             read_keyed(spark, root, ["s1"], schema).schema, name
+
+
+def test_many_tables_are_collected_by_one_task_per_core_with_every_row(spark) -> None:
+    """Each task of the collecting job deserializes the plan of every table: one task per core, not one per
+    partition of every table."""
+    frames = {f"t{i}": spark.createDataFrame([(f"s{j % 2}", i * 10 + j) for j in range(5)],
+                                             f"{KEY} string, n int").repartition(4) for i in range(6)}
+    context = spark.sparkContext
+    context.setJobGroup("collect-all-at-once", "the test's job")
+    try:
+        collected = collect_all_at_once(frames)
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
+        context.setLocalProperty("spark.job.description", None)
+    assert {name: sorted(table.column("n").to_pylist()) for name, table in collected.items()} == {
+        f"t{i}": [i * 10 + j for j in range(5)] for i in range(6)}
+    assert sorted(collected["t0"].column(KEY).to_pylist()) == ["s0", "s0", "s0", "s1", "s1"]
+    tracker = context.statusTracker()
+    stages = [stage for job in tracker.getJobIdsForGroup("collect-all-at-once")
+              for stage in tracker.getJobInfo(job).stageIds]
+    result_stage = tracker.getStageInfo(max(stages))
+    assert result_stage.numTasks <= context.defaultParallelism < 6 * 4, result_stage

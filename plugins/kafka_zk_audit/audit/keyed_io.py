@@ -134,7 +134,10 @@ def collect_all_at_once(frames: Mapping[str, DataFrame]) -> dict[str, Any]:
 
     parts = [frame.select(F.lit(name).alias("_table"), F.col(KEY), row_of(index, frame))
              for index, (name, frame) in enumerate(frames.items())]
-    rows = union_all(parts, allow_missing_columns=True).toArrow()
+    united = union_all(parts, allow_missing_columns=True)
+    # one task per core: the union has a partition per table and snapshot file (52 for one snapshot, 102 for eleven),
+    # and every task deserializes the plan of all the tables, which took most of the job's time
+    rows = united.coalesce(united.sparkSession.sparkContext.defaultParallelism).toArrow()
     collected = {}
     for index, name in enumerate(frames):
         file_fields = [StructField(f.name, f.dataType, True) for f in frames[name].schema.fields if f.name != KEY]
