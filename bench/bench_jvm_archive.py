@@ -97,21 +97,28 @@ def launch(warehouse: Warehouse, snapshot_ids: list[str], cache: str, log: Path)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def prepared_fleet(description: str, prefix: str) -> tuple[argparse.Namespace, Path, Warehouse, list[str]]:
-    """The bench's arguments (``--rounds``, ``--clusters``), its work folder, and the warehouse holding a snapshot
-    of each demo-shaped cluster (written into a private ZooKeeper, stopped afterwards) with their ids."""
-    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--clusters", type=int, default=10)
-    args = parser.parse_args()
+def fleet_warehouse(clusters: int, prefix: str) -> tuple[Path, Warehouse, list[str]]:
+    """A new work folder, and in it the warehouse holding a snapshot of each of ``clusters`` demo-shaped clusters
+    (written into a private ZooKeeper, stopped afterwards) with their ids."""
     logging.basicConfig(level=logging.WARNING)
     work = Path(tempfile.mkdtemp(prefix=prefix))
     server = ZooKeeperServer(work / "zk", port=free_port()).start()
     try:
         warehouse = Warehouse(str(work / "wh"))
-        ids = snapshot_fleet(server, args.clusters, warehouse)
+        ids = snapshot_fleet(server, clusters, warehouse)
     finally:
         server.stop()
+    return work, warehouse, ids
+
+
+def prepared_fleet(description: str, prefix: str) -> tuple[argparse.Namespace, Path, Warehouse, list[str]]:
+    """The bench's arguments (``--rounds``, ``--clusters``), its work folder, and the warehouse holding a snapshot
+    of each demo-shaped cluster with their ids (``fleet_warehouse``)."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--clusters", type=int, default=10)
+    args = parser.parse_args()
+    work, warehouse, ids = fleet_warehouse(args.clusters, prefix)
     print(f"{len(ids)} demo-shaped snapshots; the audit app on all of them, spark-submit local[*], "
           f"{os.cpu_count()} cores", flush=True)
     return args, work, warehouse, ids

@@ -16,13 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -112,19 +110,9 @@ def main() -> int:
     if args.baseline_tree is None:
         parser.error("--baseline-tree DIR is required: a checkout of the commit to compare with")
 
-    from bench_jvm_archive import snapshot_fleet
+    from bench_jvm_archive import fleet_warehouse
 
-    from kafka_zk_audit.contract.warehouse import Warehouse
-    from kafka_zk_audit_testing.zk_server import ZooKeeperServer, free_port
-
-    logging.basicConfig(level=logging.WARNING)
-    work = Path(tempfile.mkdtemp(prefix="kafka-zk-audit-bench-round-trips-"))
-    server = ZooKeeperServer(work / "zk", port=free_port()).start()
-    try:
-        warehouse = Warehouse(str(work / "wh"))
-        ids = snapshot_fleet(server, args.clusters, warehouse)
-    finally:
-        server.stop()
+    work, warehouse, ids = fleet_warehouse(args.clusters, "kafka-zk-audit-bench-round-trips-")
     print(f"{len(ids)} demo-shaped snapshots, audited in one batch, in-process local[2], warm, {args.rounds} rounds "
           f"per tree; {os.cpu_count()} cores; logs in {work}", flush=True)
     trees = {"baseline": args.baseline_tree.resolve(), "this tree": REPO}
