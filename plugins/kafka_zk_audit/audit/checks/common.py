@@ -20,6 +20,13 @@ from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, KEY
 ColumnLike = Column | str | None
 
 
+def _sql(value: ColumnLike) -> Column | str:
+    """A column as itself; a column name or None as SQL text (a reference, or NULL)."""
+    if value is None:
+        return "NULL"
+    return sql_text.column_ref(value) if isinstance(value, str) else value
+
+
 def _column(value: ColumnLike) -> Column:
     if value is None:
         return F.lit(None)
@@ -40,24 +47,24 @@ def to_output(
 ) -> DataFrame:
     """The rows of a check as keyed CHECK_OUTPUT: snapshot key, check id, subject (null when not given), path,
     detail, and whether the row is explained (a known, harmless cause; default False)."""
-    values: dict[str, ColumnLike] = {
-        "topic": topic,
-        "partition": partition,
-        "group_id": group_id,
-        "broker_id": broker_id,
-        "path": path,
+    values = {
+        "check_id": sql_text.string_literal(check_id),
+        "topic": _sql(topic),
+        "partition": _sql(partition),
+        "group_id": _sql(group_id),
+        "broker_id": _sql(broker_id),
+        "path": _sql(path),
         "detail": detail,
-        "explained": F.coalesce(explained, F.lit(False)) if explained is not None else None,
+        "explained": F.coalesce(explained, F.lit(False)) if explained is not None else "false",
     }
-    constants = {"check_id": sql_text.string_literal(check_id), "explained": "false"}
     columns: list[Column] = []
     for field in CHECK_OUTPUT.fields:  # names and constants as SQL text: one JVM round trip for each column
-        value = values.get(field.name)
+        value = values[field.name]
         if isinstance(value, Column):
             columns.append(value.cast(sql_text.sql_type(field.dataType)).alias(field.name))
-            continue
-        sql = constants.get(field.name) or ("NULL" if value is None else sql_text.column_ref(value))
-        columns.append(sql_text.expr(f"{sql_text.cast(sql, field.dataType)} AS {sql_text.identifier(field.name)}"))
+        else:
+            name = sql_text.identifier(field.name)
+            columns.append(sql_text.expr(f"{sql_text.cast(value, field.dataType)} AS {name}"))
     return rows.select(KEY, *columns)
 
 
@@ -68,9 +75,9 @@ def empty_output(like: DataFrame, check_id: str) -> DataFrame:
 
 def text(value: ColumnLike) -> Column:
     """A value as text for a detail sentence; null reads as 'null'."""
-    if isinstance(value, Column):
-        return F.coalesce(value.cast("string"), F.lit("null"))
-    source = "NULL" if value is None else sql_text.column_ref(value)
+    source = _sql(value)
+    if isinstance(source, Column):
+        return F.coalesce(source.cast("string"), F.lit("null"))
     return sql_text.expr(f"coalesce(CAST({source} AS STRING), 'null')")  # one JVM round trip
 
 
