@@ -88,10 +88,11 @@ def test_data_after_the_end_or_a_bad_header_is_refused(zk_files, tmp_path):
     data, offsets = _first_log(zk_files, tmp_path)
     end = _record_offsets(data)[-1]
     end += RECORD_HEAD.size + RECORD_HEAD.unpack_from(data, end)[1] + 1
-    garbage = bytearray(data)
-    garbage[end + 5000] = 0x7F  # a record zeroed out in the middle: later data follows the "end"
-    with pytest.raises(TxnLogError, match="non-zero bytes at offset"):
-        list(iter_txns(bytes(garbage)))
+    for planted in (end + 5000, len(data) - 1):  # in the first MiB scanned, and the log's last byte
+        garbage = bytearray(data)
+        garbage[planted] = 0x7F  # a record zeroed out in the middle: later data follows the "end"
+        with pytest.raises(TxnLogError, match=f"non-zero bytes at offset {planted} after the end-of-log marker"):
+            list(iter_txns(bytes(garbage)))
     with pytest.raises(TxnLogError, match="not a ZooKeeper transaction log"):
         list(iter_txns(b"ZKSN" + data[4:]))
     with pytest.raises(TxnLogError, match="shorter than a log header"):
