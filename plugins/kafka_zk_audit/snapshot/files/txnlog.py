@@ -178,8 +178,8 @@ def _expect_zeros(buf: memoryview, start: int, fileno: int | None, name: str, wh
     """Raise TxnLogError unless every byte from ``start`` on is zero (ZooKeeper preallocates logs with zeros).
 
     On a sparse file only the allocated extents are read (SEEK_DATA/SEEK_HOLE): a 64 MiB log costs a few pages. A
-    copied log (SFTP, a backup) has no holes: each MiB is copied to ``bytes`` and compared with memcmp, twenty times
-    faster than comparing the memoryview itself, which goes byte by byte.
+    copied log (SFTP, a backup) has no holes: each MiB is copied to ``bytes`` and compared with memcmp, as comparing
+    the memoryview itself goes byte by byte (a 64 MiB log: 116 -> 8 ms, bench/bench_txnlog_tail.py).
     """
     for extent_start, extent_end in _data_extents(fileno, start, len(buf)):
         for offset in range(extent_start, extent_end, len(_ZERO_CHUNK)):
