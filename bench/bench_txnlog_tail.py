@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from profile_audit import tree_env
 
 READ = """
 import json, statistics, sys, time
@@ -60,11 +59,11 @@ def write_log(work: Path, znodes: int) -> Path:
     return copied
 
 
-def read_with(tree: Path, log: Path, repeat: int) -> dict:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tree / "plugins"),
-                                                                      os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run([sys.executable, "-c", READ, str(log), str(repeat)], env=env, capture_output=True,
-                          text=True, check=True)
+def read_with(tree: Path | None, log: Path, repeat: int) -> dict:
+    """The median and the txns' zxids of reading ``log`` in a process whose package is ``tree``'s (None: this
+    checkout's)."""
+    done = subprocess.run([sys.executable, "-c", READ, str(log), str(repeat)], env=tree_env(tree),
+                          capture_output=True, text=True, check=True)
     return json.loads(done.stdout)
 
 
@@ -77,7 +76,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="kafka-zk-audit-bench-txnlog-") as work:
         log = write_log(Path(work), args.znodes)
         print(f"{log.name}: {log.stat().st_size / 2**20:.0f} MiB, copied without holes; median of {args.repeat}")
-        this = read_with(REPO, log, args.repeat)
+        this = read_with(None, log, args.repeat)
         print(f"  this tree: {this['ms']:.1f} ms per log, {len(this['zxids'])} txns")
         if args.baseline_tree is not None:
             base = read_with(args.baseline_tree.resolve(), log, args.repeat)
