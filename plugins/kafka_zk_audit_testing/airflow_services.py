@@ -31,8 +31,12 @@ class AirflowServices:
     """``airflow api-server --apps execution``, ``airflow scheduler``, ``airflow dag-processor`` and, with
     ``triggerer``, ``airflow triggerer``."""
 
-    def __init__(self, env: dict[str, str], parallelism: int = 4, triggerer: bool = False) -> None:
+    def __init__(self, env: dict[str, str], parallelism: int = 4, triggerer: bool = False,
+                 airflow: str | Path | None = None) -> None:
+        """``airflow``: the ``airflow`` command to run (another venv's, e.g. an installed wheel's); default this
+        interpreter's."""
         self.triggerer = triggerer
+        self.airflow = str(airflow or Path(sys.executable).parent / "airflow")
         self.home = Path(env["AIRFLOW_HOME"])
         self.port = free_port()
         self.env = dict(env)
@@ -57,7 +61,7 @@ class AirflowServices:
 
     def _start(self, name: str, *args: str) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)
-        cmd = [str(Path(sys.executable).parent / "airflow"), *args]
+        cmd = [self.airflow, *args]
         with open(self.logs / f"{name}.log", "w") as log:
             self.processes[name] = subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
                                                     start_new_session=True)

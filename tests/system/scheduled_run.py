@@ -1,10 +1,10 @@
-"""The scheduler's run, shared by tests/system/test_scheduler.py and test_install.py: a real Airflow scheduler, DAG
-processor, triggerer and API server on loopback schedule the hourly run of a two-cluster fleet (one dead) while the
-package as a user installs it (a wheel in a new venv, one copied DAG file) runs ``airflow dags test`` into the same
-warehouse; the test holds the warehouse's gate lock until both runs' gates wait for it. Then the event-driven audits:
-a violation written into the live cluster (the triggerer's watch fires, the event DAG audits it: a trigger alert),
-then its repair (a resolve with the same key); with it, a transient violation of a check with a ``for`` of ten
-minutes, pending in the first event-driven audit and healed by the second: it sends nothing."""
+"""The scheduler's run, shared by tests/system/test_scheduler.py and test_install.py: the package as a user installs
+it (a wheel in a new venv, one copied DAG file, nothing of the checkout) under a real Airflow scheduler, DAG
+processor, triggerer and API server of that venv on loopback. They schedule the hourly run of a two-cluster fleet
+(one dead) while the test holds the warehouse's gate lock until the run's gate waits for it. Then the event-driven
+audits: a violation written into the live cluster (the triggerer's watch fires, the event DAG audits it: a trigger
+alert), then its repair (a resolve with the same key); with it, a transient violation of a check with a ``for`` of
+ten minutes, pending in the first event-driven audit and healed by the second: it sends nothing."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kafka_zk_audit.cli.runner import airflow_env, ensure_metadata_db
 from kafka_zk_audit.contract.lock import warehouse_lock
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit_testing.airflow_services import AirflowServices
@@ -109,13 +108,11 @@ class Scheduled:
     run_id: str
     posts: list[dict]
     consumer_events: list[dict]
-    installed: Path  # the venv the wheel was installed into
-    installed_chroot: str
-    installed_returncode: int
-    installed_log: str
+    installed: Path  # the venv the wheel was installed into: its airflow runs the services
     scheduled_gate_log: str
+    scheduled_audit_log: str  # the hourly run's audit task log (its spark-submit command line)
     consumer_runs: list[dict]  # the Asset-triggered DAG's runs after the hourly run (before the event-driven ones)
-    hourly_snapshot_ids: set[str]  # the snapshots with a summary before the event-driven audits
+    hourly_snapshot_ids: set[str]  # the snapshots the scheduled run took
     events: EventAudits
 
 
@@ -129,17 +126,18 @@ class EventAudits:
     resolve_posts: list[dict]  # ... whose resolved lists it
     posts: list[dict]  # every webhook post of the event phase
     runs: list[dict]  # the event DAG's runs
+    snapshot_ids: list[str]  # the snapshots they took, in order
     alert_latency_s: float  # from the planted write to its trigger alert
     resolve_latency_s: float
 
 
-def _gate_log(home: Path) -> str:
-    """The scheduled run's gate task log (its first attempt), '' until it exists."""
-    found = sorted(home.glob(f"logs/dag_id={DAG_ID}/run_id=scheduled__*/task_id=gate/attempt=1.log"))
+def _task_log(home: Path, task_id: str) -> str:
+    """The scheduled run's log of ``task_id`` (its first attempt), '' until it exists."""
+    found = sorted(home.glob(f"logs/dag_id={DAG_ID}/run_id=scheduled__*/task_id={task_id}/attempt=1.log"))
     return found[0].read_text(errors="replace") if found else ""
 
 
-def installed_env(installed: Path, tmp: Path, zk_hosts: str, chroot: str) -> dict[str, str]:
+def installed_env(installed: Path, tmp: Path) -> dict[str, str]:
     """The environment of the installed package's ``airflow``: its own home, a DAGs folder with a copy of the DAG
     file, nothing of the checkout."""
     python = installed / "bin" / "python"
@@ -153,15 +151,15 @@ def installed_env(installed: Path, tmp: Path, zk_hosts: str, chroot: str) -> dic
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
         "GX_ANALYTICS_ENABLED": "false",
         "SPARK_LOCAL_IP": "127.0.0.1",
+        "NO_PROXY": "*",
         "PYSPARK_PYTHON": str(python),
         "PYSPARK_DRIVER_PYTHON": str(python),
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[*]"}),
         # the installed Spark's own class-data archive, in a folder of the test (not the user's cache)
         "KAFKA_ZK_AUDIT_JVM_CACHE": str(tmp / "installed-jvm-cache"),
-        "AIRFLOW_CONN_ZOOKEEPER_DEFAULT": json.dumps(
-            {"conn_type": "zookeeper", "host": zk_hosts, "extra": {"chroot": chroot}}),
     })
     return env
 
@@ -178,8 +176,7 @@ def scheduled(zk_server, installed: Installed, tmp_path_factory) -> Iterator[Sch
         "events": {"enabled": True, "quiet_period": "2s", "max_delay": "10s"},
         "alerts": {"webhook_conn_id": "hook", "for": {TRANSIENT: "10m"}},
     }, sort_keys=False))
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
-    env = airflow_env(airflow_home=tmp / "airflow", base=clean)
+    env = installed_env(installed.venv, tmp)
     consumer_output = tmp / "consumer.json"
     (Path(env["AIRFLOW__CORE__DAGS_FOLDER"]) / f"{CONSUMER}.py").write_text(CONSUMER_DAG.format(dag_id=CONSUMER))
     env.update({"KAFKA_ZK_AUDIT_CONFIG": str(settings), "KAFKA_ZK_AUDIT_WAREHOUSE": str(warehouse),
@@ -188,39 +185,28 @@ def scheduled(zk_server, installed: Installed, tmp_path_factory) -> Iterator[Sch
                                               "extra": {"chroot": "/sched_live"}})
     env["AIRFLOW_CONN_ZK_DEAD"] = json.dumps({"conn_type": "zookeeper", "host": f"127.0.0.1:{free_port()}",
                                               "extra": {"timeout": 3}})
-    ensure_metadata_db(env)
+    airflow = installed.venv / "bin" / "airflow"
+    subprocess.run([str(airflow), "db", "migrate"], env=env, cwd=tmp, capture_output=True, check=True)
 
     zk_server.ensure_chroot("/sched_live")
     sim = Simulator(hosts=f"{zk_server.hosts}/sched_live")  # holds the brokers' and controller's sessions
     sim.write(SPEC)
 
-    other_env = installed_env(installed.venv, tmp, zk_server.hosts, "/sched_live")
-    airflow = str(installed.venv / "bin" / "airflow")
-    subprocess.run([airflow, "db", "migrate"], env=other_env, cwd=tmp, capture_output=True, check=True)
-    other_log_path = tmp / "installed.log"
     with webhook_receiver() as webhook:
         env["AIRFLOW_CONN_HOOK"] = json.dumps({"conn_type": "http", "host": webhook.url("/hook/fleet")})
-        services = AirflowServices(env, triggerer=True)
+        services = AirflowServices(env, triggerer=True, airflow=airflow)
         started = datetime.now(UTC)
         gate_lock = warehouse_lock(Warehouse(str(warehouse)), "gate")
-        gate_lock.__enter__()  # both runs' gates will have to wait for it
+        gate_lock.__enter__()  # the run's gate will have to wait for it
         released = False
         try:
             services.start()
-            with open(other_log_path, "w") as other_log:
-                conf = {"warehouse": str(warehouse), "run_label": "installed"}
-                other = subprocess.Popen([airflow, "dags", "test", "kafka_zk_audit", "-c", json.dumps(conf)],
-                                         env=other_env, cwd=tmp, stdout=other_log, stderr=subprocess.STDOUT)
-                try:
-                    services.wait_for(
-                        lambda: "waiting for the gate lock" in _gate_log(services.home)
-                        and "waiting for the gate lock" in other_log_path.read_text(errors="replace")
-                        or other.poll() is not None,
-                        WAIT_S, "both runs' gates to wait for the warehouse's gate lock", poll_s=2)
-                finally:
-                    gate_lock.__exit__(None, None, None)
-                    released = True
-                other_returncode = other.wait(timeout=WAIT_S)
+            try:
+                services.wait_for(lambda: "waiting for the gate lock" in _task_log(services.home, "gate"),
+                                  WAIT_S, "the scheduled run's gate to wait for the warehouse's gate lock", poll_s=2)
+            finally:
+                gate_lock.__exit__(None, None, None)
+                released = True
             run = services.wait_for(
                 lambda: services.query("select run_id, state from dag_run where dag_id = ? and run_type = 'scheduled'"
                                        " and state in ('success', 'failed') order by id limit 1", DAG_ID),
@@ -231,18 +217,25 @@ def scheduled(zk_server, installed: Installed, tmp_path_factory) -> Iterator[Sch
             consumer_runs = [dict(r) for r in services.wait_for(lambda: [
                 r for r in services.query("select run_type, state from dag_run where dag_id = ?", CONSUMER)
                 if r["state"] in ("success", "failed")], 120, "the Asset-triggered DAG's run to end")]
-            hourly_ids = {path.parent.name for path in warehouse.glob("runs/*/summary.json")}
+            hourly_ids = set(_snapshots_taken(services, DAG_ID, run["run_id"]))
             events = _event_driven_audits(services, sim, webhook.posts, zk_server)
         finally:
             if not released:
                 gate_lock.__exit__(None, None, None)
             services.stop()
             sim.close()
-    yield Scheduled(services, started, warehouse, run["run_id"], posts, consumer_events, installed.venv, "/sched_live",
-                    other_returncode, other_log_path.read_text(errors="replace"), _gate_log(services.home),
-                    consumer_runs, hourly_ids, events)
+    yield Scheduled(services, started, warehouse, run["run_id"], posts, consumer_events, installed.venv,
+                    _task_log(services.home, "gate"), _task_log(services.home, "audit"), consumer_runs, hourly_ids,
+                    events)
 
 
+def _snapshots_taken(services: AirflowServices, dag_id: str, run_id: str | None = None) -> list[str]:
+    """The snapshot ids the snapshot tasks of a DAG's runs (of one run) returned, in the runs' order."""
+    rows = services.query(
+        "select x.value from xcom x join dag_run r on r.dag_id = x.dag_id and r.run_id = x.run_id where x.dag_id = ?"
+        " and x.task_id = 'snapshot' and x.key = 'return_value' and (? is null or x.run_id = ?)"
+        " order by r.id, x.map_index", dag_id, run_id, run_id)
+    return [json.loads(row["value"]) for row in rows]
 
 
 def _alerts_listing(posts: list[dict], field: str, check_id: str) -> list[dict]:
@@ -293,4 +286,4 @@ def _event_driven_audits(services: AirflowServices, sim: Simulator, posts: list[
     resolve_latency = time.monotonic() - repaired_at
     runs = services.wait_for(lambda: _event_runs_ended(services, ended + 1), WAIT_S, "the repair's run to end")
     return EventAudits(planted.path, transient.path, fired, resolved, list(posts[start:]), [dict(r) for r in runs],
-                       alert_latency, resolve_latency)
+                       _snapshots_taken(services, EVENTS_DAG_ID), alert_latency, resolve_latency)
