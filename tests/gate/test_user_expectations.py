@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 from kazoo.client import KazooClient
@@ -115,26 +117,51 @@ def test_the_cluster_is_healthy(audited):
 class GateRun:
     """One gate run on the audited warehouse: its suites folder, its result and verdict, and the Data Docs pages it
     wrote, read right after it (the newest validation page of each suite; the other pages by path under the site;
-    "" for a page it did not write)."""
+    "" for a page it did not write). ``stored_results`` are the validation results the run added to GX's store
+    (their paths in the store, each ending in ``.json``), ``site_files`` every file of the site after the run and
+    ``index_builds`` how many times GX rendered the site's index during the run."""
 
     suites_dir: Path
     result: dict[str, Any]
     verdict: dict[str, Any]
     validation_pages: dict[str, str]
     pages: dict[str, str]
+    stored_results: list[str]
+    site_files: set[str]
+    index_builds: int
 
 
 @pytest.fixture(scope="module")
 def error_gate(audited, tmp_path_factory) -> GateRun:
     """The gate run with the user expectation at severity error, validated with pandas (the tables are small)."""
+    from great_expectations.render.renderer.site_builder import DefaultSiteIndexBuilder
+
     warehouse, _ = audited
     folder = user_suites(tmp_path_factory.mktemp("error_gate") / "suites", "error")
-    result, verdict = run_gate(warehouse, folder)
+    stored_before = stored_results(warehouse)
+    index_builds = [0]
+    build_index = DefaultSiteIndexBuilder.build
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        index_builds[0] += 1
+        return build_index(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(DefaultSiteIndexBuilder, "build", counted)
+        result, verdict = run_gate(warehouse, folder)
     docs = Path(warehouse.data_docs_dir)
     validation_pages = {suite: newest_page(docs / "validations" / suite) for suite in ("brokers", "topic_naming")}
     pages = {name: (docs / name).read_text() if (docs / name).is_file() else ""
              for name in ("expectations/brokers.html", "index.html")}
-    return GateRun(folder, result, verdict, validation_pages, pages)
+    site_files = {path.relative_to(docs).as_posix() for path in docs.rglob("*") if path.is_file()}
+    return GateRun(folder, result, verdict, validation_pages, pages,
+                   sorted(stored_results(warehouse) - stored_before), site_files, index_builds[0])
+
+
+def stored_results(warehouse: Warehouse) -> set[str]:
+    """The validation results in GX's store of the warehouse's context, by path under the store's folder."""
+    store = Path(warehouse.root) / "gx" / "gx" / "uncommitted" / "validations"
+    return {path.relative_to(store).as_posix() for path in store.rglob("*.json")} if store.is_dir() else set()
 
 
 def newest_page(folder: Path) -> str:
@@ -171,6 +198,23 @@ def test_a_user_expectation_gates_by_its_meta_severity(audited, error_gate, tmp_
     assert [(f["expectation_type"], f["severity"]) for f in verdict["failed"]] == [
         ("expect_table_row_count_to_be_between", "warning")
     ]
+
+
+def test_a_gate_run_renders_the_data_docs_index_once_and_a_page_for_each_validation(error_gate):
+    """GX's index page reads every stored validation result: a gate run renders it once, not once per validation,
+    and the site still has a page for each result the run stored, linked from the index, and a page per suite."""
+    assert error_gate.index_builds == 1
+    stored = error_gate.stored_results
+    assert len(stored) == len(error_gate.result["validation_results"]) == 11
+    linked = {unquote(link) for link in re.findall(r"'_table_row_link_path': '(validations/[^']+)'",
+                                                   error_gate.pages["index.html"])}
+    for result in stored:
+        page = f"validations/{result.removesuffix('.json')}.html"
+        assert page in error_gate.site_files, page
+        assert page in linked, page
+    suites = {result.split("/", 1)[0] for result in stored}
+    assert {f"expectations/{suite}.html" for suite in suites} <= error_gate.site_files
+    assert len(suites) == 11
 
 
 def test_a_dropped_catalogue_expectation_is_reported_by_name(tmp_path):

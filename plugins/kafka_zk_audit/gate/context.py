@@ -198,18 +198,38 @@ def plan_gate(warehouse: Warehouse, snapshot_ids: str | Sequence[str], suites: S
 
 class NamedRunCheckpoint:
     """A stored checkpoint that runs with a run name, so that the Data Docs name each validation by its run (GX
-    shows ``__none__`` without one)."""
+    shows ``__none__`` without one), and then builds the run's Data Docs once.
 
-    def __init__(self, checkpoint: Any, run_name: str | None = None) -> None:
+    The checkpoint has no ``UpdateDataDocsAction``: that action builds the site once per validation result, and each
+    build renders the index again from every result the context has stored, so a run cost its validations times the
+    results of all earlier runs. :func:`build_run_docs` renders the run's pages and the index once.
+    """
+
+    def __init__(self, checkpoint: Any, run_name: str | None, context: Any) -> None:
         self.checkpoint = checkpoint
         self.run_name = run_name
+        self.context = context
 
     def run(self, batch_parameters: dict[str, Any] | None = None, **kwargs: Any) -> Any:
         from great_expectations.core.run_identifier import RunIdentifier
 
         run_id = kwargs.get("run_id") or (RunIdentifier(run_name=self.run_name) if self.run_name else None)
-        return self.checkpoint.run(batch_parameters=batch_parameters,
-                                   expectation_parameters=kwargs.get("expectation_parameters"), run_id=run_id)
+        result = self.checkpoint.run(batch_parameters=batch_parameters,
+                                     expectation_parameters=kwargs.get("expectation_parameters"), run_id=run_id)
+        build_run_docs(self.context, result)
+        return result
+
+
+def build_run_docs(context: Any, checkpoint_result: Any) -> None:
+    """Build the Data Docs site ``DOCS_SITE`` for one checkpoint run: a page per validation result of the run, a
+    page per suite it validated, then the index (which lists every stored result), as GX's ``UpdateDataDocsAction``
+    leaves the site."""
+    from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier
+
+    results = checkpoint_result.run_results
+    suites = dict.fromkeys(result.suite_name for result in results.values())  # each once, in checkpoint order
+    resources = [*results, *(ExpectationSuiteIdentifier(name=name) for name in suites)]
+    context.build_data_docs(site_names=[DOCS_SITE], resource_identifiers=resources)
 
 
 def run_name(snapshot_ids: Sequence[str]) -> str:
@@ -253,9 +273,8 @@ def configure_checkpoint(context: Any, warehouse: Warehouse, snapshot_id: str | 
                          plan: GatePlan | None = None) -> Any:
     """Stage the run's audit tables and store one validation definition per planned validation: a suite over the
     run's table (asset ``<table>``), or over one snapshot's (asset ``<table> <cluster>``). ``snapshot_id`` may
-    name several snapshots (a fleet run)."""
+    name several snapshots (a fleet run). The returned checkpoint's ``run`` also builds the run's Data Docs."""
     import great_expectations as gx
-    from great_expectations.checkpoint import UpdateDataDocsAction
 
     if plan is None:
         if suites is None:
@@ -291,7 +310,7 @@ def configure_checkpoint(context: Any, warehouse: Warehouse, snapshot_id: str | 
         gx.Checkpoint(
             name=CHECKPOINT,
             validation_definitions=definitions,
-            actions=[UpdateDataDocsAction(name="update_data_docs", site_names=[DOCS_SITE])],
+            actions=[],  # the run's Data Docs are built once, after it (NamedRunCheckpoint.run)
             result_format={
                 "result_format": "COMPLETE",
                 "partial_unexpected_count": 50,
@@ -300,4 +319,4 @@ def configure_checkpoint(context: Any, warehouse: Warehouse, snapshot_id: str | 
             },
         )
     )
-    return NamedRunCheckpoint(checkpoint, name)
+    return NamedRunCheckpoint(checkpoint, name, context)
