@@ -6,7 +6,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -17,8 +17,8 @@ from kafka_zk_audit_testing.zk_server import free_port
 SPARK_CLASS = Path(pyspark.__file__).parent / "bin" / "spark-class"
 
 
-def _start(args: list[str], log: Path) -> subprocess.Popen:
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1"}
+def _start(args: list[str], log: Path, extra_env: Mapping[str, str]) -> subprocess.Popen:
+    env = {**os.environ, **extra_env, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1"}
     with log.open("wb") as out:
         return subprocess.Popen([str(SPARK_CLASS), *args], stdout=out, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True)
@@ -46,14 +46,17 @@ def _stop(process: subprocess.Popen) -> None:
 
 
 @contextmanager
-def standalone_cluster(work_dir: Path, cores: int = 2, memory: str = "2g", workers: int = 1) -> Iterator[str]:
+def standalone_cluster(work_dir: Path, cores: int = 2, memory: str = "2g", workers: int = 1,
+                       env: Mapping[str, str] | None = None) -> Iterator[str]:
     """Yield the master URL ``spark://127.0.0.1:<port>`` of a running master with ``workers`` registered
-    workers of ``cores`` cores each."""
+    workers of ``cores`` cores each. ``env`` adds to the daemons' environment, which the executors a worker
+    launches inherit (e.g. ``PYSPARK_PYTHON``, ``JAVA_TOOL_OPTIONS``)."""
+    extra_env = dict(env or {})
     work_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     master_url = f"spark://127.0.0.1:{port}"
     master = _start(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-                     "--webui-port", str(free_port())], work_dir / "master.log")
+                     "--webui-port", str(free_port())], work_dir / "master.log", extra_env)
     started: list[subprocess.Popen] = []
     try:
         _wait_for(work_dir / "master.log", "I have been elected leader", master)
@@ -62,7 +65,7 @@ def standalone_cluster(work_dir: Path, cores: int = 2, memory: str = "2g", worke
             worker = _start(["org.apache.spark.deploy.worker.Worker", master_url, "--host", "127.0.0.1",
                              "--cores", str(cores), "--memory", memory, "--webui-port", str(free_port()),
                              "--work-dir", str(work_dir / name / "work" if index else work_dir / "work")],
-                            work_dir / f"{name}.log")
+                            work_dir / f"{name}.log", extra_env)
             started.append(worker)
             _wait_for(work_dir / f"{name}.log", "Successfully registered with master", worker)
         yield master_url

@@ -22,10 +22,12 @@ secured    digest-auth ACLs, read with the connection's login; its controller is
            check: pending in run 1 (no alert), firing in run 2 (one trigger)
 ========== ===================================================================================================
 
-Run 1 is ``airflow dags test`` on ``local[*]``; the warehouse is copied right after it, so that
-tests/airflow/test_standalone_master.py can run the same apps on a standalone master and compare. Run 2 is an operator's
-``kafka-zk-audit run -v --config`` on ``local[*]`` into the same Airflow home and warehouse: it has run 1 as baseline,
-exits 3 for the dead cluster and prints every summary; retention then prunes run 1's raw snapshots.
+Run 1 is ``airflow dags test`` whose Spark connection names a standalone master with two one-core workers on loopback
+(a cluster master is a connection change): its audit and history apps run on the executors, and every test of run 1
+checks what they wrote (tests/airflow/test_standalone_master.py: that they ran there). The warehouse is copied right
+after it. Run 2 is an operator's ``kafka-zk-audit run -v --config`` on ``local[*]`` (the packaged default) into the
+same Airflow home and warehouse: it has run 1 as baseline, exits 3 for the dead cluster and prints every summary;
+retention then prunes run 1's raw snapshots.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from kafka_zk_audit_testing.receivers import CollectingHandler, WebhookReceiver,
 from kafka_zk_audit_testing.simulator import ClusterSpec, Planted, Simulator
 from kafka_zk_audit_testing.simulator.plants import MIGRATION_HEALTH_CHECKS
 from kafka_zk_audit_testing.simulator.readiness_plants import inherent_readiness, plant_readiness
+from kafka_zk_audit_testing.spark_cluster import standalone_cluster
 from kafka_zk_audit_testing.zk_server import free_port
 
 FLEET_SPEC = ClusterSpec(era="3.x", brokers=3, racks=1, topics=6, partitions=2, replication_factor=3, groups=1,
@@ -95,6 +98,9 @@ RECIPIENT = "kafka-oncall@example.com"
 ROUTES = {"alpha": "/hook/alpha", "e2e": f"/hook/{WEBHOOK_TOKEN}"}  # every other cluster: the fleet's route
 FLEET_ROUTE = "/hook/fleet"
 SLACK_ROUTE = f"/slack/{SLACK_TOKEN}"  # e2e's Slack posts (the connection's endpoint and token)
+# the standalone cluster's daemons, and the executors they launch: this venv's Python for the Python workers, and C1
+# only, as the driver compiles (audit.session.DRIVER_JAVA_OPTIONS): a tuning of this small loopback cluster
+CLUSTER_ENV = {"PYSPARK_PYTHON": sys.executable, "JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1"}
 SECRETS = (SMTP_PASSWORD, WEBHOOK_TOKEN, SECURED_AUTH[1], SLACK_TOKEN, PAGERDUTY_KEY, OPSGENIE_KEY)
 
 
@@ -146,6 +152,8 @@ class SystemRun:
     secured_plant: Planted
     files_scenario: Any
     files_dir: Path
+    spark_master: str  # run 1's standalone master
+    spark_dir: Path  # its master's and workers' logs and work dirs
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -265,9 +273,15 @@ def system(zk_server, history_files, tmp_path_factory) -> Iterator[SystemRun]:
             sims["secured"].write(SECURED_SPEC)
             secured_plant = sims["secured"].plant("controller_missing")
 
-            # run 1: airflow dags test
+            # run 1: airflow dags test, its Spark apps on a standalone master
             label = "first"
-            result = run_dag_once(env, {"warehouse": str(warehouse), "run_label": label}, tmp / f"{label}.log")
+            spark_dir = tmp / "spark"
+            with standalone_cluster(spark_dir, cores=1, memory="1g", workers=2, env=CLUSTER_ENV) as spark_master:
+                host, port = spark_master.rsplit(":", 1)
+                on_cluster = {**env, "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps(
+                    {"conn_type": "spark", "host": host, "port": int(port)})}
+                result = run_dag_once(on_cluster, {"warehouse": str(warehouse), "run_label": label},
+                                      tmp / f"{label}.log")
             log = result.log_path.read_text()
             runs.append(Run(warehouse, result.returncode, _fleet_json(warehouse, label, log), log,
                             list(webhook.posts), CollectingHandler.messages_of(inbox.envelopes),
@@ -309,4 +323,4 @@ def system(zk_server, history_files, tmp_path_factory) -> Iterator[SystemRun]:
         admin.close()
     yield SystemRun(warehouse, home, settings, after_first, runs, planted, history_plants,
                     recreated, fixed, dropped, readiness_planted, readiness_inherent, secured_plant, files_scenario,
-                    files_dir)
+                    files_dir, spark_master, spark_dir)

@@ -71,7 +71,7 @@ def test_the_history_reads_every_log_of_the_cluster_the_first_time(files_run):
     assert history["first_zxid"] < scenario.first_zxid and history["last_zxid"] >= scenario.last_zxid
     assert history["log_errors"] == []
     submit = next(line for line in files_run.log.splitlines() if "Spark-Submit cmd:" in line and "zk_history" in line)
-    # (the same history on a standalone master's executors: tests/airflow/test_standalone_master.py)
+    # (run 1's apps run on a standalone master's executors: tests/airflow/test_standalone_master.py)
     assert f"--chroot {CHROOT}" in submit and f"--cluster {CLUSTER}" in submit and "--from-zxid" not in submit
 
 
