@@ -115,10 +115,10 @@ def test_the_event_driven_dag_watches_each_live_cluster_through_the_same_stages(
     assert load_dag(tmp_path, None)["dags"] == ["kafka_zk_audit"]  # events off by default: one DAG
 
 
-def test_an_event_driven_run_audits_the_clusters_whose_events_started_it():
+def test_an_event_driven_run_audits_the_clusters_whose_events_started_it(tmp_path):
     from types import SimpleNamespace
 
-    from kafka_zk_audit.airflow.dag import changed_clusters
+    from kafka_zk_audit.airflow.dag import build_event_dag, changed_clusters
 
     def event(uri: str) -> SimpleNamespace:
         return SimpleNamespace(asset=SimpleNamespace(uri=uri))
@@ -127,6 +127,15 @@ def test_an_event_driven_run_audits_the_clusters_whose_events_started_it():
               "b": [event("kafka-zk-audit://west")]}
     assert changed_clusters(events) == {"east"}
     assert changed_clusters(None) == set()
+    # the event DAG's clusters task plans just the watched clusters whose watch fired; a manual run plans them all
+    settings = tmp_path / "settings.yaml"
+    settings.write_text(EVENTS_SETTINGS)
+    plan = build_event_dag(str(settings)).get_task("clusters").python_callable
+    params = {"from_files": None, "at_zxid": None, "at_time": None}
+    fired = plan("zookeeper_default", str(settings), params=params, triggering_asset_events=events)
+    assert [(t["cluster"], t["zk_conn_id"]) for t in fired] == [("east", "zk_east")]
+    manual = plan("zookeeper_default", str(settings), params=params, triggering_asset_events=None)
+    assert [t["cluster"] for t in manual] == ["east", "west"]  # not dr: it is read from its files
 
 
 def test_the_history_runs_per_cluster_after_the_gate_and_never_stops_the_summary(tmp_path):

@@ -453,3 +453,15 @@ def test_url_secrets_origin_and_redaction():
     assert url_secrets("https://hooks.example.com") == ["https://hooks.example.com"]
     assert redact("token T0001/B0002 in text", ["T0001/B0002", None, ""]) == "token *** in text"
     assert redact(f"POST /services/{WEBHOOK_TOKEN}?x=1 failed", url_secrets(url)) == "POST *** failed"
+
+
+def test_an_earlier_snapshot_alerting_after_a_later_one_sends_nothing(warehouse, tmp_path, monkeypatch, caplog):
+    """Two runs sharing a warehouse may alert out of order: the later snapshot's alerts moved the state on, so the
+    earlier one's are stale and nothing is sent for it."""
+    caplog.set_level(logging.INFO)
+    config = load_config(configure(tmp_path, monkeypatch, smtp_port=1, webhook=None))
+    seed(warehouse, S3)
+    lifecycle = lifecycle_of(warehouse, S2, config)
+    assert lifecycle.stale
+    assert build_alert(warehouse.root, S2, config, failed_verdict(warehouse), lifecycle) is None
+    assert f"snapshot {S2}: a later snapshot's alerts were sent already; no alert" in all_logs(caplog)

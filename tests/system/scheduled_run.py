@@ -1,10 +1,11 @@
 """The scheduler's run, shared by tests/system/test_scheduler.py and test_install.py: the package as a user installs
 it (a wheel in a new venv, one copied DAG file, nothing of the checkout) under a real Airflow scheduler, DAG
 processor, triggerer and API server of that venv on loopback. They schedule the hourly run of a two-cluster fleet
-(one dead) while the test holds the warehouse's gate lock until the run's gate waits for it. Then the event-driven
-audits: a violation written into the live cluster (the triggerer's watch fires, the event DAG audits it: a trigger
-alert), then its repair (a resolve with the same key); with it, a transient violation of a check with a ``for`` of
-ten minutes, pending in the first event-driven audit and healed by the second: it sends nothing."""
+(one dead) while the test holds the warehouse's gate lock until the run's gate waits for it. The live cluster carries
+a leader outside its ISR (the hourly run's trigger alert) and a transient ISR member outside the replicas (a check
+with a ``for`` of ten minutes: pending). Then the event-driven audit: the test repairs both in the live cluster, the
+triggerer's watch fires and the event DAG audits just that cluster: a resolve with the trigger's key, and the
+transient violation healed within its ``for``, so it sends nothing."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from kafka_zk_audit.contract.lock import warehouse_lock
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit_testing.airflow_services import AirflowServices
 from kafka_zk_audit_testing.receivers import webhook_receiver
-from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
+from kafka_zk_audit_testing.simulator import ClusterSpec, Planted, Simulator
 from kafka_zk_audit_testing.zk_server import ZooKeeperServer, free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -118,17 +119,16 @@ class Scheduled:
 
 @dataclass
 class EventAudits:
-    """The event-driven audits of the live cluster: a planted violation, then its repair."""
+    """The event-driven audit of the live cluster after the repair of what the hourly run found."""
 
     planted_path: str
     transient_path: str
-    trigger_posts: list[dict]  # the webhook's alerts whose started_firing lists the planted check
-    resolve_posts: list[dict]  # ... whose resolved lists it
+    trigger_posts: list[dict]  # the webhook's alerts (the hourly run's) whose started_firing lists the planted check
+    resolve_posts: list[dict]  # the event phase's whose resolved lists it
     posts: list[dict]  # every webhook post of the event phase
     runs: list[dict]  # the event DAG's runs
     snapshot_ids: list[str]  # the snapshots they took, in order
-    alert_latency_s: float  # from the planted write to its trigger alert
-    resolve_latency_s: float
+    resolve_latency_s: float  # from the repair's write to the resolve
 
 
 def _task_log(home: Path, task_id: str) -> str:
@@ -191,6 +191,7 @@ def scheduled(zk_server, installed: Installed, tmp_path_factory) -> Iterator[Sch
     zk_server.ensure_chroot("/sched_live")
     sim = Simulator(hosts=f"{zk_server.hosts}/sched_live")  # holds the brokers' and controller's sessions
     sim.write(SPEC)
+    planted, transient = sim.plant(PLANTED), sim.plant(TRANSIENT)
 
     with webhook_receiver() as webhook:
         env["AIRFLOW_CONN_HOOK"] = json.dumps({"conn_type": "http", "host": webhook.url("/hook/fleet")})
@@ -218,7 +219,7 @@ def scheduled(zk_server, installed: Installed, tmp_path_factory) -> Iterator[Sch
                 r for r in services.query("select run_type, state from dag_run where dag_id = ?", CONSUMER)
                 if r["state"] in ("success", "failed")], 120, "the Asset-triggered DAG's run to end")]
             hourly_ids = set(_snapshots_taken(services, DAG_ID, run["run_id"]))
-            events = _event_driven_audits(services, sim, webhook.posts, zk_server)
+            events = _event_driven_audit(services, (planted, transient), webhook.posts, zk_server)
         finally:
             if not released:
                 gate_lock.__exit__(None, None, None)
@@ -249,30 +250,23 @@ def _event_runs_ended(services: AirflowServices, count: int) -> list:
     return rows if len(rows) >= count and all(r["state"] in ("success", "failed") for r in rows) else []
 
 
-def _event_driven_audits(services: AirflowServices, sim: Simulator, posts: list[dict],
-                         zk_server: ZooKeeperServer) -> EventAudits:
-    """Plant a leader outside its ISR (and a transient ISR member outside the replicas) in the live cluster, wait for
-    the event-driven audit's trigger alert; repair both, wait for the resolve."""
+def _event_driven_audit(services: AirflowServices, plants: tuple[Planted, Planted], posts: list[dict],
+                        zk_server: ZooKeeperServer) -> EventAudits:
+    """Once the triggerer runs the clusters' watches, repair the planted leader outside its ISR and the transient ISR
+    member outside the replicas in the live cluster; wait for the event-driven audit's resolve and its run's end."""
     from kazoo.client import KazooClient
 
     services.wait_for(lambda: len(services.query(
         "select id from trigger where classpath like '%KafkaMetadataChangeTrigger' and triggerer_id is not null"
     )) >= 2, 180, "the triggerer to run the clusters' watches", poll_s=1)
     time.sleep(5)  # the watch's session connects and arms its watches
+    triggered = _alerts_listing(posts, "started_firing", PLANTED)
     start = len(posts)
-    planted_at = time.monotonic()
-    planted = sim.plant(PLANTED)
-    transient = sim.plant(TRANSIENT)
-    fired = services.wait_for(lambda: _alerts_listing(posts[start:], "started_firing", PLANTED), WAIT_S,
-                              "the event-driven audit's trigger alert", poll_s=0.5)
-    alert_latency = time.monotonic() - planted_at
-    services.wait_for(lambda: _event_runs_ended(services, 1), WAIT_S, "the event-driven run to end", poll_s=1)
-    ended = len(_event_runs_ended(services, 1))
     client = KazooClient(hosts=f"{zk_server.hosts}/sched_live")
     client.start(timeout=15)
     try:
         repaired = {}
-        for plant in (planted, transient):  # the ISR of each back to its partition's replicas
+        for plant in plants:  # the ISR of each back to its partition's replicas
             replicas = json.loads(client.get(f"/brokers/topics/{plant.topic}")[0])["partitions"][str(plant.partition)]
             repaired[plant.path] = json.dumps({**json.loads(client.get(plant.path)[0]), "isr": replicas}).encode()
         repaired_at = time.monotonic()
@@ -284,6 +278,7 @@ def _event_driven_audits(services: AirflowServices, sim: Simulator, posts: list[
     resolved = services.wait_for(lambda: _alerts_listing(posts[start:], "resolved", PLANTED), WAIT_S,
                                  "the event-driven audit's resolve", poll_s=0.5)
     resolve_latency = time.monotonic() - repaired_at
-    runs = services.wait_for(lambda: _event_runs_ended(services, ended + 1), WAIT_S, "the repair's run to end")
-    return EventAudits(planted.path, transient.path, fired, resolved, list(posts[start:]), [dict(r) for r in runs],
-                       _snapshots_taken(services, EVENTS_DAG_ID), alert_latency, resolve_latency)
+    runs = services.wait_for(lambda: _event_runs_ended(services, 1), WAIT_S, "the repair's run to end")
+    planted, transient = plants
+    return EventAudits(planted.path, transient.path, triggered, resolved, list(posts[start:]),
+                       [dict(r) for r in runs], _snapshots_taken(services, EVENTS_DAG_ID), resolve_latency)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.system.scheduled_run import REPO, Installed, Scheduled, outside_env
+from tests.system.scheduled_run import PLANTED, REPO, Installed, Scheduled, outside_env
 
 pytestmark = [pytest.mark.dag, pytest.mark.zk]
 
@@ -43,8 +43,9 @@ def test_installed_package_runs_the_whole_dag_from_one_copied_dag_file(installed
     [hourly] = scheduled.hourly_snapshot_ids  # the live cluster's (the dead one has no snapshot)
     assert hourly.endswith("-live"), hourly
     summary = json.loads((scheduled.warehouse / "runs" / hourly / "summary.json").read_text())
-    assert summary["gate"]["success"] is True, summary
+    assert summary["checks"][PLANTED] == 1, summary["checks"]  # the audit found what the test planted
     assert "error" not in summary["gate"], summary["gate"]
+    assert summary["gate"]["success"] is False and summary["gate"]["failed_expectations"] >= 1, summary["gate"]
     # the Spark app and the suites came from the installed package, not from the checkout
     submit = next(line for line in log.splitlines() if "Spark-Submit cmd:" in line)
     assert f"{installed.venv}/lib/" in submit and "/kafka_zk_audit/spark_apps/audit_snapshot.py" in submit, submit
