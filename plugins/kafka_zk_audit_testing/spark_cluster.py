@@ -51,12 +51,11 @@ def standalone_cluster(work_dir: Path, cores: int = 2, memory: str = "2g", worke
     """Yield the master URL ``spark://127.0.0.1:<port>`` of a running master with ``workers`` registered
     workers of ``cores`` cores each. ``env`` adds to the daemons' environment, which the executors a worker
     launches inherit (e.g. ``PYSPARK_PYTHON``, ``JAVA_TOOL_OPTIONS``)."""
-    extra_env = dict(env or {})
     work_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     master_url = f"spark://127.0.0.1:{port}"
     master = _start(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-                     "--webui-port", str(free_port())], work_dir / "master.log", extra_env)
+                     "--webui-port", str(free_port())], work_dir / "master.log", env or {})
     started: list[subprocess.Popen] = []
     try:
         _wait_for(work_dir / "master.log", "I have been elected leader", master)
@@ -65,7 +64,7 @@ def standalone_cluster(work_dir: Path, cores: int = 2, memory: str = "2g", worke
             worker = _start(["org.apache.spark.deploy.worker.Worker", master_url, "--host", "127.0.0.1",
                              "--cores", str(cores), "--memory", memory, "--webui-port", str(free_port()),
                              "--work-dir", str(work_dir / name / "work" if index else work_dir / "work")],
-                            work_dir / f"{name}.log", extra_env)
+                            work_dir / f"{name}.log", env or {})
             started.append(worker)
             _wait_for(work_dir / f"{name}.log", "Successfully registered with master", worker)
         yield master_url

@@ -121,8 +121,6 @@ class Scheduled:
 class EventAudits:
     """The event-driven audit of the live cluster after the repair of what the hourly run found."""
 
-    planted_path: str
-    transient_path: str
     trigger_posts: list[dict]  # the webhook's alerts (the hourly run's) whose started_firing lists the planted check
     resolve_posts: list[dict]  # the event phase's whose resolved lists it
     posts: list[dict]  # every webhook post of the event phase
@@ -279,6 +277,5 @@ def _event_driven_audit(services: AirflowServices, plants: tuple[Planted, Plante
                                  "the event-driven audit's resolve", poll_s=0.5)
     resolve_latency = time.monotonic() - repaired_at
     runs = services.wait_for(lambda: _event_runs_ended(services, 1), WAIT_S, "the repair's run to end")
-    planted, transient = plants
-    return EventAudits(planted.path, transient.path, triggered, resolved, list(posts[start:]),
-                       [dict(r) for r in runs], _snapshots_taken(services, EVENTS_DAG_ID), resolve_latency)
+    return EventAudits(triggered, resolved, list(posts[start:]), [dict(r) for r in runs],
+                       _snapshots_taken(services, EVENTS_DAG_ID), resolve_latency)
