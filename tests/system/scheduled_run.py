@@ -112,7 +112,7 @@ class Scheduled:
     installed: Path  # the venv the wheel was installed into: its airflow runs the services
     scheduled_gate_log: str
     scheduled_audit_log: str  # the hourly run's audit task log (its spark-submit command line)
-    consumer_runs: list[dict]  # the Asset-triggered DAG's runs after the hourly run (before the event-driven ones)
+    consumer_runs: list[dict]  # the Asset-triggered DAG's runs after the hourly run (before the event-driven one)
     hourly_snapshot_ids: set[str]  # the snapshots the scheduled run took
     events: EventAudits
 
