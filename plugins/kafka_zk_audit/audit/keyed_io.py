@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructField, StructType
 
 from kafka_zk_audit.audit import sql_text
@@ -123,18 +123,22 @@ def collect_all_at_once(frames: Mapping[str, DataFrame]) -> dict[str, Any]:
     last (every column nullable, as the Parquet files have them)."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    def row_of(index: int, frame: DataFrame) -> Column:  # one SQL expression: one JVM round trip
-        # every field marked nullable: a null struct of non-nullable fields cannot go through Arrow
-        fields = sql_text.named_struct((c, sql_text.nullable(sql_text.identifier(c))) for c in frame.columns
-                                       if c != KEY)
-        return sql_text.expr(f"{fields} AS _{index}")
+    # every field marked nullable: a null struct of non-nullable fields cannot go through Arrow
+    struct_types = [sql_text.sql_type(StructType([StructField(f.name, f.dataType, True) for f in frame.schema.fields
+                                                  if f.name != KEY])) for frame in frames.values()]
 
-    parts = [frame.select(F.lit(name).alias("_table"), F.col(KEY), row_of(index, frame))
+    def row_of(frame: DataFrame) -> str:
+        return sql_text.named_struct((c, sql_text.nullable(sql_text.identifier(c))) for c in frame.columns if c != KEY)
+
+    # every part has every table's column (null but its own), so the parts unite by position: one select each (one
+    # JVM round trip), and no union pads its sides with the other tables' columns again at every level of the tree
+    parts = [frame.selectExpr(f"{sql_text.string_literal(name)} AS _table", sql_text.identifier(KEY),
+                              *[f"{row_of(frame) if other == index else f'CAST(NULL AS {struct_types[other]})'}"
+                                f" AS _{other}" for other in range(len(frames))])
              for index, (name, frame) in enumerate(frames.items())]
-    united = union_all(parts, allow_missing_columns=True)
+    united = union_all(parts, by_name=False)
     # one task per core: the union has a partition per table and snapshot file (52 for one snapshot, 102 for eleven),
     # and every task deserializes the plan of all the tables, which took most of the job's time
     rows = united.coalesce(united.sparkSession.sparkContext.defaultParallelism).toArrow()
