@@ -133,10 +133,11 @@ def collect_all_at_once(frames: Mapping[str, DataFrame]) -> dict[str, Any]:
     # JVM round trip), and no union pads its sides with the other tables' columns again at every level of the tree
     parts = []
     for index, (name, frame) in enumerate(frames.items()):
-        rows = [f"CAST(NULL AS {struct_type}) AS _{other}" for other, struct_type in enumerate(struct_types)]
+        columns = [f"CAST(NULL AS {struct_type}) AS _{other}" for other, struct_type in enumerate(struct_types)]
         own = sql_text.named_struct((c, sql_text.nullable(sql_text.identifier(c))) for c in frame.columns if c != KEY)
-        rows[index] = f"{own} AS _{index}"
-        parts.append(frame.selectExpr(f"{sql_text.string_literal(name)} AS _table", sql_text.identifier(KEY), *rows))
+        columns[index] = f"{own} AS _{index}"
+        parts.append(frame.selectExpr(f"{sql_text.string_literal(name)} AS _table", sql_text.identifier(KEY),
+                                      *columns))
     united = union_all(parts, by_name=False)
     # one task per core: the union has a partition per table and snapshot file (52 for one snapshot, 102 for eleven),
     # and every task deserializes the plan of all the tables, which took most of the job's time
