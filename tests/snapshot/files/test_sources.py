@@ -36,15 +36,17 @@ def _zxid(name: str) -> int:
 
 def _expected_plan(version_dir: Path, at_zxid: int | None = None) -> list[str]:
     """What a rebuild needs, computed from the file names: the newest two snapshots at or before the target,
-    the last log starting at or before the older of them and every later one (up to the target)."""
+    the last log starting at or before the older of them and every later one (up to the target). When no log
+    starts that early (the older snapshot is ``snapshot.0``, the first log ``log.1``), every log is needed, as in
+    ZooKeeper's ``FileTxnLog.getLogFiles``."""
     snapshots = sorted((n for n in _names(version_dir) if n.startswith("snapshot.")), key=_zxid)
     logs = sorted((n for n in _names(version_dir) if n.startswith("log.")), key=_zxid)
     if at_zxid is not None:
         snapshots = [n for n in snapshots if _zxid(n) <= at_zxid]
         logs = [n for n in logs if _zxid(n) <= at_zxid]
     kept = snapshots[-2:]
-    first_log = [n for n in logs if _zxid(n) <= _zxid(kept[0])][-1]
-    return sorted(kept + logs[logs.index(first_log):])
+    earlier = [i for i, n in enumerate(logs) if _zxid(n) <= _zxid(kept[0])]
+    return sorted(kept + logs[earlier[-1] if earlier else 0:])
 
 
 def _assert_same_content(staged: Path, original: Path) -> None:
