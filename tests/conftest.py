@@ -62,7 +62,9 @@ def spark():
 
     # one session hosts every in-process Spark test of the worker, with what their modules keep cached: more room
     # than the default 1 GB driver (a batch audit late in the run once found no memory left for an aggregation)
-    session = get_spark("kafka-zk-audit-tests", master="local[2]", shuffle_partitions=2, driver_memory="2g")
+    # it hosts the worker's many in-process audits: the full tiered JIT (audit.session.LONG_LIVED_DRIVER_JAVA_OPTIONS)
+    session = get_spark("kafka-zk-audit-tests", master="local[2]", shuffle_partitions=2, driver_memory="2g",
+                        long_lived=True)
     size_spark_to(session, 0)  # the tests' frames are small: the settings the audit uses for a small batch
     yield session
     session.stop()

@@ -38,11 +38,19 @@ def test_apps_are_launched_with_the_driver_java_options():
     assert submit_conf() == {"spark.ui.enabled": "false", "spark.driver.extraJavaOptions": DRIVER_JAVA_OPTIONS}
 
 
-def test_a_session_that_starts_its_jvm_runs_it_with_the_driver_java_options(spark):
-    from kafka_zk_audit.audit.session import DRIVER_JAVA_OPTIONS
+def test_a_long_lived_session_that_starts_its_jvm_keeps_the_full_tiered_jit(spark):
+    """The tests' shared session is started with ``long_lived=True``: its JVM runs with the long-lived options, C2
+    included (the apps' driver options stop at C1)."""
+    from kafka_zk_audit.audit.session import DRIVER_JAVA_OPTIONS, LONG_LIVED_DRIVER_JAVA_OPTIONS
 
-    runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
-    assert set(DRIVER_JAVA_OPTIONS.split()) <= set(runtime.getInputArguments())
+    jvm = spark.sparkContext._jvm
+    arguments = set(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert set(LONG_LIVED_DRIVER_JAVA_OPTIONS.split()) <= arguments
+    assert "-XX:TieredStopAtLevel=1" in DRIVER_JAVA_OPTIONS.split() and not any(
+        a.startswith("-XX:TieredStopAtLevel") for a in arguments)
+    hotspot = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
+    assert hotspot.getVMOption("TieredStopAtLevel").getValue() == "4"  # C2 is the last tier
 
 
 def java_version(options: str, *extra: str) -> subprocess.CompletedProcess:
