@@ -34,7 +34,7 @@ DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 # A session that starts its own JVM to host many audits one after the other (the test suite's session of each
 # worker, a notebook's) keeps the JVM's full tiered JIT: C2's compilations cost more CPU over the first audits and
 # pay it back over the next ones (bench/bench_session_jit.py; the in-process Spark tests in one session: about a
-# quarter less wall time for the same CPU).
+# quarter less wall time for the same CPU; with both cores busy, as in the two-worker suite, no change measured).
 LONG_LIVED_DRIVER_JAVA_OPTIONS = "-XX:ReservedCodeCacheSize=240m"
 # Local masters only: the driver on loopback. A cluster's executors must reach the driver, so with a
 # spark://, yarn or k8s:// master the driver's address is left to Spark and the cluster's settings.
