@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from bench_jvm_archive import launch, prepared_fleet, print_medians
+from cpu_clock import driver_cpu_clock
 
 from kafka_zk_audit.audit.jvm_handles import JVM_HANDLES_ENV, KEPT_CLASSES
 from kafka_zk_audit.contract.warehouse import Warehouse
@@ -36,11 +37,7 @@ def in_process(warehouse: Warehouse, ids: list[str], rounds: int, work: Path) ->
     spark = get_spark("bench-jvm-handles", master="local[2]", shuffle_partitions=2, driver_memory="2g")
     size_spark_to(spark, 0)
     view = spark.sparkContext._jvm
-    pid = view.java.lang.ProcessHandle.current().pid()
-
-    def cpu() -> float:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") + time.process_time()
+    cpu = driver_cpu_clock(spark)
 
     def audit(label: str) -> tuple[float, float]:
         copy = work / f"inproc-{label}"

@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cpu_clock import driver_cpu_clock
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -60,11 +62,7 @@ def worker(tree: Path, warehouse_root: str, snapshot_ids: list[str], rounds: int
 
     job.PhaseClock.phase = phase
     spark = get_spark("bench-round-trips", master="local[2]")
-    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
-
-    def cpu() -> float:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") + time.process_time()
+    cpu = driver_cpu_clock(spark)
 
     runs = []
     for attempt in range(rounds + 1):

@@ -28,23 +28,7 @@ import time
 from pathlib import Path
 
 from bench_jvm_archive import fleet_warehouse
-
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def children_cpu(pid: int) -> float:
-    """CPU seconds of the processes whose parent is ``pid`` (the session's JVM), from /proc."""
-    total = 0.0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            total += (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
-    return total
+from cpu_clock import driver_cpu_clock
 
 
 def child(args: argparse.Namespace) -> int:
@@ -56,15 +40,16 @@ def child(args: argparse.Namespace) -> int:
 
     spark = get_spark("bench-session-jit", master="local[2]", shuffle_partitions=2, driver_memory="2g",
                       long_lived=args.child == "long_lived")
+    cpu_clock = driver_cpu_clock(spark)
     ids = args.snapshot_ids.split(",")
     work = Path(args.work)
     for number in range(args.audits):
         copy = work / f"{args.child}-{number}"
         shutil.copytree(args.warehouse, copy)
-        start, cpu = time.monotonic(), time.process_time() + children_cpu(os.getpid())
+        start, cpu = time.monotonic(), cpu_clock()
         run_audit(spark, Warehouse(str(copy)), ids, None)
         wall = time.monotonic() - start
-        cpu = time.process_time() + children_cpu(os.getpid()) - cpu
+        cpu = cpu_clock() - cpu
         print(json.dumps({"wall": wall, "cpu": cpu}), flush=True)
         shutil.rmtree(copy)
     spark.stop()

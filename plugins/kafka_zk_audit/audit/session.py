@@ -24,18 +24,18 @@ COMMON_CONF = {
     "spark.python.sql.dataFrameDebugging.enabled": "false",
     "spark.sql.session.timeZone": "UTC",
 }
+# A session that starts its own JVM to host many audits one after the other (the test suite's session of each
+# worker, a notebook's) keeps the JVM's full tiered JIT: C2's compilations cost more CPU over the first audits and
+# pay it back over the next ones (bench/bench_session_jit.py; the in-process Spark tests in one session: about a
+# quarter less wall time for the same CPU; with both cores busy, as in the two-worker suite, no change measured).
+LONG_LIVED_DRIVER_JAVA_OPTIONS = "-XX:ReservedCodeCacheSize=240m"
 # The driver JVM's options, given at launch (spark-submit ``--conf``, or a session that starts its own JVM). An audit
 # spends its time in the driver planning a few hundred small Spark plans, in a JVM that lives a minute: the C1 JIT
 # alone (no C2) compiles that code sooner and for less CPU (the same audit: ~30% less CPU and wall time, measured with
 # bench/profile_audit.py); the data-heavy work of a large tree runs in the same JVM (local masters) at C1 speed.
 # C1 alone would also shrink the code cache to 48 MB, which the generated code of a 1M-znode audit overflows
 # ("Out of space in CodeCache"): keep the tiered default's size.
-DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
-# A session that starts its own JVM to host many audits one after the other (the test suite's session of each
-# worker, a notebook's) keeps the JVM's full tiered JIT: C2's compilations cost more CPU over the first audits and
-# pay it back over the next ones (bench/bench_session_jit.py; the in-process Spark tests in one session: about a
-# quarter less wall time for the same CPU; with both cores busy, as in the two-worker suite, no change measured).
-LONG_LIVED_DRIVER_JAVA_OPTIONS = "-XX:ReservedCodeCacheSize=240m"
+DRIVER_JAVA_OPTIONS = f"-XX:TieredStopAtLevel=1 {LONG_LIVED_DRIVER_JAVA_OPTIONS}"
 # Local masters only: the driver on loopback. A cluster's executors must reach the driver, so with a
 # spark://, yarn or k8s:// master the driver's address is left to Spark and the cluster's settings.
 LOOPBACK_CONF = {
