@@ -18,51 +18,61 @@ from airflow.dag_processing.dagbag import DagBag
 bag = DagBag(dag_folder=sys.argv[1])
 if bag.import_errors:
     print(json.dumps({"import_errors": {k: str(v) for k, v in bag.import_errors.items()}})); sys.exit(0)
-dag = bag.dags[sys.argv[2]]
 def callbacks(task):
     cb = task.on_failure_callback or []
     return sorted(type(c).__name__ for c in (cb if isinstance(cb, list) else [cb]))
-out = {
-    "timetable": type(dag.timetable).__name__,
-    "summary": getattr(dag.timetable, "summary", None) or getattr(dag.timetable, "_expression", None)
-               or getattr(dag.timetable, "expression", None),
-    "catchup": dag.catchup,
-    "max_active_runs": dag.max_active_runs,
-    "tasks": {t.task_id: {"retries": t.retries, "timeout": t.execution_timeout.total_seconds()
-                          if t.execution_timeout else None,
-                          "backoff": t.retry_exponential_backoff, "callbacks": callbacks(t),
-                          "trigger_rule": str(t.trigger_rule), "mapped": type(t).__name__ == "MappedOperator",
-                          "max_active_tis": getattr(t, "partial_kwargs", {}).get("max_active_tis_per_dagrun"),
-                          "map_index_template": getattr(t, "partial_kwargs", {}).get("map_index_template"),
-                          "upstream": sorted(t.upstream_task_ids), "class": t.task_type}
-              for t in dag.tasks},
-    "outlets": [str(o) for o in dag.get_task("summary").outlets],
-    "audit_conf": dag.get_task("audit").conf,
-    "history_conf": dag.get_task("history").partial_kwargs.get("conf") if dag.has_task("history") else None,
-    "order": [t.task_id for t in dag.topological_sort()],
-    "dags": sorted(bag.dags),
-    "watched": {a.uri.rstrip("/"): [w.trigger.serialize() for w in a.watchers]
-                for a in getattr(dag.timetable, "asset_condition", None) and dag.timetable.asset_condition.objects
-                or ()},
-    "imported": sorted(m for m in ("pyspark", "great_expectations") if m in sys.modules),
-}
-print(json.dumps(out))
+def describe(dag):
+    return {
+        "timetable": type(dag.timetable).__name__,
+        "summary": getattr(dag.timetable, "summary", None) or getattr(dag.timetable, "_expression", None)
+                   or getattr(dag.timetable, "expression", None),
+        "catchup": dag.catchup,
+        "max_active_runs": dag.max_active_runs,
+        "tasks": {t.task_id: {"retries": t.retries, "timeout": t.execution_timeout.total_seconds()
+                              if t.execution_timeout else None,
+                              "backoff": t.retry_exponential_backoff, "callbacks": callbacks(t),
+                              "trigger_rule": str(t.trigger_rule), "mapped": type(t).__name__ == "MappedOperator",
+                              "max_active_tis": getattr(t, "partial_kwargs", {}).get("max_active_tis_per_dagrun"),
+                              "map_index_template": getattr(t, "partial_kwargs", {}).get("map_index_template"),
+                              "upstream": sorted(t.upstream_task_ids), "class": t.task_type}
+                  for t in dag.tasks},
+        "outlets": [str(o) for o in dag.get_task("summary").outlets],
+        "audit_conf": dag.get_task("audit").conf,
+        "history_conf": dag.get_task("history").partial_kwargs.get("conf") if dag.has_task("history") else None,
+        "order": [t.task_id for t in dag.topological_sort()],
+        "watched": {a.uri.rstrip("/"): [w.trigger.serialize() for w in a.watchers]
+                    for a in getattr(dag.timetable, "asset_condition", None) and dag.timetable.asset_condition.objects
+                    or ()},
+    }
+out = {dag_id: describe(dag) for dag_id, dag in bag.dags.items()}
+imported = sorted(m for m in ("pyspark", "great_expectations") if m in sys.modules)
+print(json.dumps({"dags": out, "imported": imported}))
 """
 REPO = Path(__file__).resolve().parents[2]
 
 
+_LOADED: dict[str | None, dict] = {}  # settings -> what one DagBag load of the DAG folder with them gave
+
+
 def load_dag(tmp_path: Path, settings: str | None, dag_id: str = "kafka_zk_audit") -> dict:
-    env = airflow_env(airflow_home=tmp_path / "airflow",
-                      base={k: v for k, v in os.environ.items()
-                            if not k.startswith("AIRFLOW") and k != "KAFKA_ZK_AUDIT_CONFIG"})
-    if settings is not None:
-        path = tmp_path / "settings.yaml"
-        path.write_text(settings)
-        env["KAFKA_ZK_AUDIT_CONFIG"] = str(path)
-    proc = subprocess.run([sys.executable, "-c", PROBE, str(REPO / "dags"), dag_id], env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    """The DAG ``dag_id`` as a DagBag of the DAG folder loads it with these settings, in a new process (one load
+    per settings text for the module: every DAG of the bag is described at once)."""
+    if settings not in _LOADED:
+        env = airflow_env(airflow_home=tmp_path / "airflow",
+                          base={k: v for k, v in os.environ.items()
+                                if not k.startswith("AIRFLOW") and k != "KAFKA_ZK_AUDIT_CONFIG"})
+        if settings is not None:
+            path = tmp_path / "settings.yaml"
+            path.write_text(settings)
+            env["KAFKA_ZK_AUDIT_CONFIG"] = str(path)
+        proc = subprocess.run([sys.executable, "-c", PROBE, str(REPO / "dags")], env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        _LOADED[settings] = json.loads(proc.stdout.strip().splitlines()[-1])
+    loaded = _LOADED[settings]
+    if "import_errors" in loaded:
+        return loaded
+    return {**loaded["dags"][dag_id], "dags": sorted(loaded["dags"]), "imported": loaded["imported"]}
 
 
 def test_the_default_dag_runs_hourly_with_retries_timeouts_and_failure_alerts(tmp_path):

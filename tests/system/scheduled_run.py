@@ -59,7 +59,9 @@ def installed(tmp_path_factory) -> Installed:
     _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(root / "dist"), str(REPO)])
     wheel = next((root / "dist").glob("kafka_zk_audit-*.whl"))
     venv = root / "venv"
-    _run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", str(venv)])
+    # --upgrade-deps: the current pip, as scripts/setup.sh installs into .venv (Python 3.11's bundled pip 23.2 takes
+    # twice the CPU to resolve the constraints: 36 CPU-seconds against 19 with the upgrade included)
+    _run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--upgrade-deps", str(venv)])
     # --no-compile: Python compiles what the run imports, not the ~20,000 modules of the install (a third faster)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile", "-c",
            str(REPO / "constraints.txt")]
