@@ -301,7 +301,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="kafka-zk-audit-bench-all-"))
     started = time.monotonic()
     say(f"work folder {work}; {os.cpu_count()} cores")
-    server = ZooKeeperServer(work / "zk", port=free_port(), heap_mb=6144).start()
+    server = ZooKeeperServer(work / "zk", port=free_port(), heap_mb=6144, c1_only=False).start()
     results: dict = {}
     try:
         results["snapshot"] = snapshot_readers(server, work, sizes, args.naive_seconds, args.partitions)

@@ -85,7 +85,7 @@ def main() -> int:
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     work = Path(tempfile.mkdtemp(prefix="kafka-zk-audit-bench-audit-"))
-    server = ZooKeeperServer(work / "zk", port=free_port(), heap_mb=6144).start()
+    server = ZooKeeperServer(work / "zk", port=free_port(), heap_mb=6144, c1_only=False).start()
     rows = []
     try:
         sizes = [int(t) for t in args.sizes.split(",") if t] + ([args.large] if args.large else [])

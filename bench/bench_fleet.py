@@ -234,7 +234,7 @@ def main() -> int:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     work = Path(tempfile.mkdtemp(prefix="kafka-zk-audit-bench-fleet-"))
-    server = ZooKeeperServer(work / "zk", port=free_port(), heap_mb=2048).start()
+    server = ZooKeeperServer(work / "zk", port=free_port(), heap_mb=2048, c1_only=False).start()
     results: dict[str, Any] = {"app": {}, "gate": {}}
     sims: list[Simulator] = []
     try:

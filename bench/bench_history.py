@@ -47,7 +47,7 @@ RUNS = 3
 def write_logs(work: Path, txns: int, topics: int) -> tuple[Path, float]:
     """A private ZooKeeper's data dir holding a simulated cluster and ``txns`` churn txns; seconds of the churn."""
     server = ZooKeeperServer(work / "zk", port=free_port(),
-                             extra_config=("snapCount=10000000", "autopurge.purgeInterval=0")).start()
+                             extra_config=("snapCount=10000000", "autopurge.purgeInterval=0"), c1_only=False).start()
     try:
         hosts, sim, _ = bench_snapshot.write_cluster(server, CLUSTER, topics, PARTITIONS)
         churn_seconds = bench_offline.churn(hosts, txns, controller_multis=True)

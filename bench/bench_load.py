@@ -331,7 +331,7 @@ def main() -> int:
         phases.append(Phase(f"paced {args.paced_rate / 1000:g}k/s", {"reads_per_second": args.paced_rate}))
     work = Path(tempfile.mkdtemp(prefix="kafka-zk-audit-bench-load-"))
     print(f"load average at start: {' '.join(f'{v:.2f}' for v in os.getloadavg())} ({os.cpu_count()} cores)")
-    server = ZooKeeperServer(work / "zk", port=free_port(), heap_mb=args.zk_heap_mb).start()
+    server = ZooKeeperServer(work / "zk", port=free_port(), heap_mb=args.zk_heap_mb, c1_only=False).start()
     sim: Simulator | None = None
     client: subprocess.Popen | None = None
     try:

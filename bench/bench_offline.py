@@ -158,7 +158,8 @@ def measure(work: Path, topics: int, partitions: int, churn_txns: int = 200_000)
     load_start = os.getloadavg()[0]
     snap_count = max(1000, min(100_000, churn_txns // 2))  # ZooKeeper's default, or less so that --quick snapshots
     server = ZooKeeperServer(work / "zk", port=free_port(), heap_mb=6144,
-                             extra_config=(f"snapCount={snap_count}", "autopurge.purgeInterval=0")).start()
+                             extra_config=(f"snapCount={snap_count}", "autopurge.purgeInterval=0"),
+                             c1_only=False).start()
     try:
         hosts, sim, write_seconds = bench_snapshot.write_cluster(server, CLUSTER, topics, partitions)
         cluster_end_zxid = server_zxid(server)

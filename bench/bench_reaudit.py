@@ -92,7 +92,7 @@ def main() -> int:
     logging.basicConfig(level=logging.WARNING)
     work = Path(tempfile.mkdtemp(prefix="kafka-zk-audit-bench-reaudit-"))
     warehouse = Warehouse(str(work / "wh"))
-    server = ZooKeeperServer(work / "zk", port=free_port(), heap_mb=4096).start()
+    server = ZooKeeperServer(work / "zk", port=free_port(), heap_mb=4096, c1_only=False).start()
     try:
         print(f"storing {args.snapshots} snapshots of {args.topics} topics × {args.partitions} partitions ...",
               flush=True)

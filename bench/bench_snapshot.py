@@ -227,7 +227,7 @@ def main() -> int:
         args.small_topics, args.topics, args.naive_seconds = 230, 1500, 5.0
     logging.basicConfig(level=logging.WARNING)
     work = Path(tempfile.mkdtemp(prefix="kafka-zk-audit-bench-"))
-    server = ZooKeeperServer(work / "zk", port=free_port(), heap_mb=6144).start()
+    server = ZooKeeperServer(work / "zk", port=free_port(), heap_mb=6144, c1_only=False).start()
     counts = [int(n) for n in args.connections.split(",") if int(n) > 1]
     labels = {
         "naive": "naive synchronous walk (baseline)",

@@ -126,7 +126,7 @@ def zookeeper_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return data_dir
 
 
-# Under pytest-xdist (``make test`` runs ``-n 2``) the tests are sent to the workers module by module, so a module's
+# Under pytest-xdist (``make test`` runs ``-n 3``) the tests are sent to the workers module by module, so a module's
 # fixtures are built once (as with ``--dist loadscope``), and the modules that assert on one shared whole-DAG run go
 # together, so each run is made once. (``--dist loadgroup`` would do it with marks, but pytest-xdist 3.8 cannot set
 # the group on pytest 9's node ids.) The tests of a shared run are all marked ``dag``.
@@ -148,7 +148,7 @@ def shared_run_of(module: str) -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # the shared runs' modules first, so that each xdist worker starts with one of the two long runs
+    # the shared runs' modules first, so that two xdist workers start with the two long runs (a third, the rest)
     order = {name: rank for rank, name in enumerate(dict.fromkeys(SHARED_RUNS.values()))}
     items.sort(key=lambda item: order.get(shared_run_of(item.nodeid.split("::", 1)[0]) or "", len(order)))
     for item in items:

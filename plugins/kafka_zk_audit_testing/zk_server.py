@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ZOOKEEPER_JARS = ("/usr/share/java/zookeeper.jar", "/usr/share/java/slf4j-simple.jar")
-# C1 only: a test or demo server lives minutes and serves small trees; C2's compilations would cost more CPU than
-# they save (a server's start and a small cluster's writes: 0.77 -> 0.59 CPU-seconds)
-BASE_JVM_FLAGS = ("-XX:TieredStopAtLevel=1",)
+# The JVM's quick JIT only (C1): a test or demo server lives minutes and serves small trees, where C2's compilations
+# cost more CPU than they save (a server's start and a small cluster's writes: 0.77 -> 0.59 CPU-seconds)
+C1_ONLY_FLAGS = ("-XX:TieredStopAtLevel=1",)
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 INSTALL_HINT = "install it with: bash scripts/install_system.sh (Debian packages zookeeper and a JDK)"
 
@@ -100,6 +100,7 @@ class ZooKeeperServer:
     peers: tuple[QuorumPeer, ...] = field(default=())
     jvm_flags: tuple[str, ...] = ()  # extra JVM options, e.g. "-Dzookeeper.snapshot.compression.method=gz"
     extra_config: tuple[str, ...] = ()  # extra zoo.cfg lines (a later line wins), e.g. "snapCount=200"
+    c1_only: bool = True  # False for a server under sustained load (the benchmarks' million-znode trees): full JIT
 
     @property
     def hosts(self) -> str:
@@ -195,8 +196,9 @@ class ZooKeeperServer:
         if self.is_serving():
             raise RuntimeError(f"something already serves ZooKeeper on {self.hosts}; stop it or pick another port")
         cfg = self.write_config()
-        cmd = ["java", f"-Xmx{self.heap_mb}m", *BASE_JVM_FLAGS, *self.jvm_flags, "-cp", ":".join(ZOOKEEPER_JARS),
-               MAIN_CLASS, str(cfg)]
+        jit = C1_ONLY_FLAGS if self.c1_only else ()
+        cmd = ["java", f"-Xmx{self.heap_mb}m", *jit, *self.jvm_flags, "-cp", ":".join(ZOOKEEPER_JARS), MAIN_CLASS,
+               str(cfg)]
         with open(self.log_file, "ab") as log:
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         self.pid_file.write_text(str(proc.pid))
