@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
@@ -23,7 +24,7 @@ def alive(pid: int) -> bool:
 
 
 def jvm_options(pid: int) -> list[str]:
-    return [arg for arg in open(f"/proc/{pid}/cmdline", "rb").read().decode().split("\0") if arg.startswith("-X")]
+    return [arg for arg in Path(f"/proc/{pid}/cmdline").read_text().split("\0") if arg.startswith("-X")]
 
 
 def test_a_killed_server_restarts_with_its_data(tmp_path):
