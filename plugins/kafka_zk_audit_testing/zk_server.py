@@ -19,10 +19,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafka_zk_audit.audit.session import C1_ONLY_JAVA_OPTION
+
 ZOOKEEPER_JARS = ("/usr/share/java/zookeeper.jar", "/usr/share/java/slf4j-simple.jar")
-# The JVM's quick JIT only (C1): a test or demo server lives minutes and serves small trees, where C2's compilations
-# cost more CPU than they save (a server's start and a small cluster's writes: 0.77 -> 0.59 CPU-seconds)
-C1_ONLY_FLAGS = ("-XX:TieredStopAtLevel=1",)
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 INSTALL_HINT = "install it with: bash scripts/install_system.sh (Debian packages zookeeper and a JDK)"
 
@@ -100,7 +99,10 @@ class ZooKeeperServer:
     peers: tuple[QuorumPeer, ...] = field(default=())
     jvm_flags: tuple[str, ...] = ()  # extra JVM options, e.g. "-Dzookeeper.snapshot.compression.method=gz"
     extra_config: tuple[str, ...] = ()  # extra zoo.cfg lines (a later line wins), e.g. "snapCount=200"
-    c1_only: bool = True  # False for a server under sustained load (the benchmarks' million-znode trees): full JIT
+    # C1 only: a test or demo server lives minutes and serves small trees, where C2's compilations cost more CPU than
+    # they save (a start and a small cluster's writes: 0.77 -> 0.59 CPU-s); False under sustained load (the
+    # benchmarks' million-znode trees): the full JIT
+    c1_only: bool = True
 
     @property
     def hosts(self) -> str:
@@ -196,7 +198,7 @@ class ZooKeeperServer:
         if self.is_serving():
             raise RuntimeError(f"something already serves ZooKeeper on {self.hosts}; stop it or pick another port")
         cfg = self.write_config()
-        jit = C1_ONLY_FLAGS if self.c1_only else ()
+        jit = (C1_ONLY_JAVA_OPTION,) if self.c1_only else ()
         cmd = ["java", f"-Xmx{self.heap_mb}m", *jit, *self.jvm_flags, "-cp", ":".join(ZOOKEEPER_JARS), MAIN_CLASS,
                str(cfg)]
         with open(self.log_file, "ab") as log:

@@ -47,6 +47,7 @@ import pytest
 import yaml
 from kazoo.client import KazooClient
 
+from kafka_zk_audit.audit.session import C1_ONLY_JAVA_OPTION
 from kafka_zk_audit.cli.runner import airflow_env, ensure_metadata_db, run_dag_once
 from kafka_zk_audit.contract.catalogue import BY_ID, CHECK_IDS
 from kafka_zk_audit_testing.receivers import CollectingHandler, WebhookReceiver, smtp_receiver, webhook_receiver
@@ -100,7 +101,7 @@ FLEET_ROUTE = "/hook/fleet"
 SLACK_ROUTE = f"/slack/{SLACK_TOKEN}"  # e2e's Slack posts (the connection's endpoint and token)
 # the standalone cluster's daemons, and the executors they launch: this venv's Python for the Python workers, and C1
 # only, as the driver compiles (audit.session.DRIVER_JAVA_OPTIONS): a tuning of this small loopback cluster
-CLUSTER_ENV = {"PYSPARK_PYTHON": sys.executable, "JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1"}
+CLUSTER_ENV = {"PYSPARK_PYTHON": sys.executable, "JAVA_TOOL_OPTIONS": C1_ONLY_JAVA_OPTION}
 SECRETS = (SMTP_PASSWORD, WEBHOOK_TOKEN, SECURED_AUTH[1], SLACK_TOKEN, PAGERDUTY_KEY, OPSGENIE_KEY)
 
 

@@ -35,7 +35,9 @@ LONG_LIVED_DRIVER_JAVA_OPTIONS = "-XX:ReservedCodeCacheSize=240m"
 # bench/profile_audit.py); the data-heavy work of a large tree runs in the same JVM (local masters) at C1 speed.
 # C1 alone would also shrink the code cache to 48 MB, which the generated code of a 1M-znode audit overflows
 # ("Out of space in CodeCache"): keep the tiered default's size.
-DRIVER_JAVA_OPTIONS = f"-XX:TieredStopAtLevel=1 {LONG_LIVED_DRIVER_JAVA_OPTIONS}"
+# The JVM's quick JIT only (C1): for a JVM that lives one job (an app, a standalone worker's executor, a test server)
+C1_ONLY_JAVA_OPTION = "-XX:TieredStopAtLevel=1"
+DRIVER_JAVA_OPTIONS = f"{C1_ONLY_JAVA_OPTION} {LONG_LIVED_DRIVER_JAVA_OPTIONS}"
 # Local masters only: the driver on loopback. A cluster's executors must reach the driver, so with a
 # spark://, yarn or k8s:// master the driver's address is left to Spark and the cluster's settings.
 LOOPBACK_CONF = {
