@@ -13,9 +13,9 @@ setup:
 demo: setup
 	@bash scripts/demo.sh
 
-# three pytest-xdist workers, fed module by module, the modules of each shared whole-DAG run together
-# (tests/conftest.py): two start with the two whole-DAG runs, the third fills their waits (on 2 cores: 10 min 45 s
-# with two workers, 9 min 59 s with three, the same hour). PYTEST_ARGS adds options, e.g. PYTEST_ARGS="-k fleet";
+# three pytest-xdist workers, fed module by module, the modules of each shared whole-DAG run together and the modules
+# of the in-process Spark session together (tests/conftest.py): the workers start with the two whole-DAG runs and the
+# one JVM of the in-process Spark tests, then share the rest. PYTEST_ARGS adds options, e.g. PYTEST_ARGS="-k fleet";
 # PYTEST_XDIST="-n 0": one process.
 PYTEST_XDIST ?= -n 3
 

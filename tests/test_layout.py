@@ -194,3 +194,17 @@ def test_the_wheel_lists_every_package_folder():
     folders = {".".join(p.parent.relative_to(PLUGINS).parts) for p in PACKAGE.rglob("__init__.py")}
     assert folders - {"kafka_zk_audit.spark_apps", "kafka_zk_audit.expectations"} <= listed, (
         f"add to setup.cfg's packages: {sorted(folders - listed)}")
+
+
+def test_the_in_process_spark_modules_are_one_unit_of_work_and_the_others_their_own() -> None:
+    """pytest-xdist sends the modules that use the in-process Spark session (directly, through a fixture of their
+    own, or through one imported from another test module) to one worker; the shared runs and other modules apart."""
+    from tests.conftest import IN_PROCESS_SPARK, unit_of
+
+    assert unit_of("tests/audit/test_batch.py") == IN_PROCESS_SPARK  # takes ``spark``
+    assert unit_of("tests/audit/checks/test_keyed.py") == IN_PROCESS_SPARK  # through an imported fixture
+    assert unit_of("tests/history/test_intervals.py") == IN_PROCESS_SPARK
+    assert unit_of("tests/airflow/test_audit_gate_operator.py") == "system-run"
+    assert unit_of("tests/system/test_install.py") == "scheduler-run"
+    assert unit_of("tests/cli/test_readiness.py") == "tests/cli/test_readiness.py"  # its Spark is spark-submit's
+    assert unit_of("tests/report/test_fleet.py") == "tests/report/test_fleet.py"
