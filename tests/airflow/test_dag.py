@@ -13,11 +13,8 @@ import pytest
 from kafka_zk_audit.cli.runner import airflow_env
 
 PROBE = r"""
-import json, sys
+import json, os, sys
 from airflow.dag_processing.dagbag import DagBag
-bag = DagBag(dag_folder=sys.argv[1])
-if bag.import_errors:
-    print(json.dumps({"import_errors": {k: str(v) for k, v in bag.import_errors.items()}})); sys.exit(0)
 def callbacks(task):
     cb = task.on_failure_callback or []
     return sorted(type(c).__name__ for c in (cb if isinstance(cb, list) else [cb]))
@@ -44,31 +41,62 @@ def describe(dag):
                     for a in getattr(dag.timetable, "asset_condition", None) and dag.timetable.asset_condition.objects
                     or ()},
     }
-out = {dag_id: describe(dag) for dag_id, dag in bag.dags.items()}
-imported = sorted(m for m in ("pyspark", "great_expectations") if m in sys.modules)
-print(json.dumps({"dags": out, "imported": imported}))
+def load(settings):
+    os.environ.pop("KAFKA_ZK_AUDIT_CONFIG", None)
+    if settings:
+        os.environ["KAFKA_ZK_AUDIT_CONFIG"] = settings
+    bag = DagBag(dag_folder=sys.argv[1])  # imports the DAG file anew
+    if bag.import_errors:
+        return {"import_errors": {k: str(v) for k, v in bag.import_errors.items()}}
+    return {"dags": {dag_id: describe(dag) for dag_id, dag in bag.dags.items()},
+            "imported": sorted(m for m in ("pyspark", "great_expectations") if m in sys.modules)}
+print(json.dumps([load(settings) for settings in json.loads(sys.argv[2])]))
 """
 REPO = Path(__file__).resolve().parents[2]
 
 
-_LOADED: dict[str | None, dict] = {}  # settings -> what one DagBag load of the DAG folder with them gave
+EVENTS_SETTINGS = """
+clusters:
+  - {name: east, zk_conn_id: zk_east}
+  - {name: dr, files: {data_dir: /zk}}
+  - {name: west, zk_conn_id: zk_west}
+events: {enabled: true, quiet_period: 2s, max_delay: 20s, paths: [/brokers, /admin]}
+"""
+
+
+SCHEDULES = {"0 */2 * * *": "0 */2 * * *", "@daily": "0 0 * * *"}  # the setting -> the timetable's summary
+MANUAL_ONLY = "schedule: null\n"
+BROKEN = "schedule: '@hourly'\nfleet: {task_retries: -1}\n"
+# Every settings text the module's tests load the DAG folder with: loaded in one new process, at the first test's
+# call (a process that imports Airflow costs about as much as the loads it then makes).
+SETTINGS_TEXTS: tuple[str | None, ...] = (
+    None,
+    EVENTS_SETTINGS,
+    *(f"schedule: '{schedule}'\nfleet: {{task_retries: 5, task_timeout: 10m}}\n" for schedule in SCHEDULES),
+    MANUAL_ONLY,
+    BROKEN,
+)
+_LOADED: dict[str | None, dict] = {}  # settings -> what the DagBag load of the DAG folder with them gave
 
 
 def load_dag(tmp_path: Path, settings: str | None, dag_id: str = "kafka_zk_audit") -> dict:
-    """The DAG ``dag_id`` as a DagBag of the DAG folder loads it with these settings, in a new process (one load
-    per settings text for the module: every DAG of the bag is described at once)."""
-    if settings not in _LOADED:
+    """The DAG ``dag_id`` as a DagBag of the DAG folder loads it with these settings (one of ``SETTINGS_TEXTS``),
+    in a new process: every settings text's bag is loaded and every DAG of it described at the first call."""
+    assert settings in SETTINGS_TEXTS, "add the settings text to SETTINGS_TEXTS"
+    if not _LOADED:
         env = airflow_env(airflow_home=tmp_path / "airflow",
                           base={k: v for k, v in os.environ.items()
                                 if not k.startswith("AIRFLOW") and k != "KAFKA_ZK_AUDIT_CONFIG"})
-        if settings is not None:
-            path = tmp_path / "settings.yaml"
-            path.write_text(settings)
-            env["KAFKA_ZK_AUDIT_CONFIG"] = str(path)
-        proc = subprocess.run([sys.executable, "-c", PROBE, str(REPO / "dags")], env=env, capture_output=True,
-                              text=True, timeout=300)
+        paths: list[str | None] = []
+        for index, text in enumerate(SETTINGS_TEXTS):
+            path = tmp_path / f"settings-{index}.yaml"
+            if text is not None:
+                path.write_text(text)
+            paths.append(str(path) if text is not None else None)
+        proc = subprocess.run([sys.executable, "-c", PROBE, str(REPO / "dags"), json.dumps(paths)], env=env,
+                              capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
-        _LOADED[settings] = json.loads(proc.stdout.strip().splitlines()[-1])
+        _LOADED.update(zip(SETTINGS_TEXTS, json.loads(proc.stdout.strip().splitlines()[-1]), strict=True))
     loaded = _LOADED[settings]
     if "import_errors" in loaded:
         return loaded
@@ -91,15 +119,6 @@ def test_the_default_dag_runs_hourly_with_retries_timeouts_and_failure_alerts(tm
     assert any("kafka_zk_audit_clusters" in outlet for outlet in dag["outlets"])
     assert dag["audit_conf"]["spark.driver.extraJavaOptions"].split() == [
         "-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m"]
-
-
-EVENTS_SETTINGS = """
-clusters:
-  - {name: east, zk_conn_id: zk_east}
-  - {name: dr, files: {data_dir: /zk}}
-  - {name: west, zk_conn_id: zk_west}
-events: {enabled: true, quiet_period: 2s, max_delay: 20s, paths: [/brokers, /admin]}
-"""
 
 
 def test_the_event_driven_dag_watches_each_live_cluster_through_the_same_stages(tmp_path):
@@ -160,7 +179,7 @@ def test_the_history_runs_per_cluster_after_the_gate_and_never_stops_the_summary
     assert dag["history_conf"] == dag["audit_conf"]
 
 
-@pytest.mark.parametrize(("schedule", "summary"), [("0 */2 * * *", "0 */2 * * *"), ("@daily", "0 0 * * *")])
+@pytest.mark.parametrize(("schedule", "summary"), SCHEDULES.items())
 def test_the_schedule_and_retries_come_from_the_settings(tmp_path, schedule, summary):
     dag = load_dag(tmp_path, f"schedule: '{schedule}'\nfleet: {{task_retries: 5, task_timeout: 10m}}\n")
     assert dag["summary"] == summary
@@ -168,8 +187,8 @@ def test_the_schedule_and_retries_come_from_the_settings(tmp_path, schedule, sum
 
 
 def test_manual_only_and_a_broken_settings_file_is_an_import_error(tmp_path):
-    assert load_dag(tmp_path / "a", "schedule: null\n")["timetable"] == "NullTimetable"
-    broken = load_dag(tmp_path / "b", "schedule: '@hourly'\nfleet: {task_retries: -1}\n")
+    assert load_dag(tmp_path, MANUAL_ONLY)["timetable"] == "NullTimetable"
+    broken = load_dag(tmp_path, BROKEN)
     assert "fleet.task_retries" in json.dumps(broken["import_errors"])
 
 
