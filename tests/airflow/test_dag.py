@@ -62,17 +62,22 @@ clusters:
   - {name: west, zk_conn_id: zk_west}
 events: {enabled: true, quiet_period: 2s, max_delay: 20s, paths: [/brokers, /admin]}
 """
-
-
 SCHEDULES = {"0 */2 * * *": "0 */2 * * *", "@daily": "0 0 * * *"}  # the setting -> the timetable's summary
 MANUAL_ONLY = "schedule: null\n"
 BROKEN = "schedule: '@hourly'\nfleet: {task_retries: -1}\n"
+
+
+def scheduled(schedule: str) -> str:
+    """Settings with this schedule, five retries and a ten-minute task timeout."""
+    return f"schedule: '{schedule}'\nfleet: {{task_retries: 5, task_timeout: 10m}}\n"
+
+
 # Every settings text the module's tests load the DAG folder with: loaded in one new process, at the first test's
 # call (a process that imports Airflow costs about as much as the loads it then makes).
 SETTINGS_TEXTS: tuple[str | None, ...] = (
     None,
     EVENTS_SETTINGS,
-    *(f"schedule: '{schedule}'\nfleet: {{task_retries: 5, task_timeout: 10m}}\n" for schedule in SCHEDULES),
+    *(scheduled(schedule) for schedule in SCHEDULES),
     MANUAL_ONLY,
     BROKEN,
 )
@@ -181,7 +186,7 @@ def test_the_history_runs_per_cluster_after_the_gate_and_never_stops_the_summary
 
 @pytest.mark.parametrize(("schedule", "summary"), SCHEDULES.items())
 def test_the_schedule_and_retries_come_from_the_settings(tmp_path, schedule, summary):
-    dag = load_dag(tmp_path, f"schedule: '{schedule}'\nfleet: {{task_retries: 5, task_timeout: 10m}}\n")
+    dag = load_dag(tmp_path, scheduled(schedule))
     assert dag["summary"] == summary
     assert dag["tasks"]["audit"]["retries"] == 5 and dag["tasks"]["audit"]["timeout"] == 600
 
