@@ -141,15 +141,21 @@ UNITS = ("system-run", "scheduler-run", IN_PROCESS_SPARK)  # the first three uni
 
 
 @functools.cache
-def _parameters(module: str) -> frozenset[str]:
-    """The parameter names of the functions of a test module (its tests' and fixtures' fixtures), read from its
-    source, as the xdist controller has no collection."""
-    path = REPO / module
-    if not path.is_file():
-        return frozenset()
-    tree = ast.parse(path.read_text())
-    return frozenset(arg.arg for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                     for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs))
+def _tree(path: Path) -> ast.Module | None:
+    """A test file's syntax tree (None when there is no such file), parsed once: the xdist controller has no
+    collection, so the units of work are read from the sources."""
+    return ast.parse(path.read_text()) if path.is_file() else None
+
+
+def _arguments(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    return {arg.arg for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)}
+
+
+def _parameters(module: str) -> set[str]:
+    """The parameter names of the functions of a test module: its tests' and fixtures' fixtures."""
+    tree = _tree(REPO / module)
+    return {name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for name in _arguments(node)} if tree else set()
 
 
 def shared_run_of(module: str) -> str | None:
@@ -161,7 +167,7 @@ def shared_run_of(module: str) -> str | None:
 
 def _fixtures(tree: ast.Module) -> dict[str, set[str]]:
     """The fixtures a module defines, with the fixtures each takes."""
-    return {node.name: {arg.arg for arg in node.args.args} for node in ast.walk(tree)
+    return {node.name: _arguments(node) for node in ast.walk(tree)
             if isinstance(node, ast.FunctionDef) and any("fixture" in ast.unparse(d) for d in node.decorator_list)}
 
 
@@ -170,18 +176,19 @@ def spark_fixtures(module: str, _importers: frozenset[str] = frozenset()) -> fro
     """The fixtures a test module sees that use the in-process session: ``spark``, and those of its own, of the
     conftest files above it and of the test modules it imports from that take it, directly or through another."""
     path = REPO / module
-    if not path.is_file() or module in _importers:  # test modules may import from each other
+    tree = _tree(path)
+    if tree is None or module in _importers:  # test modules may import from each other
         return frozenset({"spark"})
-    tree = ast.parse(path.read_text())
     found = {"spark"}
     for node in ast.walk(tree):  # fixtures imported from other test modules
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tests."):
             source = node.module.replace(".", "/") + ".py"
             found |= {alias.name for alias in node.names} & spark_fixtures(source, _importers | {module})
     fixtures = _fixtures(tree)
-    for conftest in (folder / "conftest.py" for folder in path.parents if REPO in folder.parents):
-        if conftest != path and conftest.is_file():
-            fixtures = {**_fixtures(ast.parse(conftest.read_text())), **fixtures}
+    for folder in (f for f in path.parents if REPO in f.parents):
+        conftest = _tree(folder / "conftest.py") if folder / "conftest.py" != path else None
+        if conftest is not None:
+            fixtures = {**_fixtures(conftest), **fixtures}
     while grown := {name for name, params in fixtures.items() if params & found} - found:
         found |= grown
     return frozenset(found)
