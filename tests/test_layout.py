@@ -203,7 +203,7 @@ def test_the_in_process_spark_modules_are_one_unit_of_work_and_the_others_their_
 
     assert unit_of("tests/audit/test_batch.py") == IN_PROCESS_SPARK  # takes ``spark``
     assert unit_of("tests/audit/checks/test_keyed.py") == IN_PROCESS_SPARK  # through an imported fixture
-    assert unit_of("tests/history/test_intervals.py") == IN_PROCESS_SPARK
+    assert unit_of("tests/audit/checks/test_readiness_checks.py") == IN_PROCESS_SPARK  # through its own fixture
     assert unit_of("tests/airflow/test_audit_gate_operator.py") == "system-run"
     assert unit_of("tests/system/test_install.py") == "scheduler-run"
     assert unit_of("tests/cli/test_readiness.py") == "tests/cli/test_readiness.py"  # its Spark is spark-submit's

@@ -1,4 +1,6 @@
-"""``kafka-zk-audit history --from-files``: one spark-submit of the packaged app, end to end."""
+"""``kafka-zk-audit history --from-files``: one spark-submit of the packaged app, end to end, over the files of a real
+ZooKeeper that recorded the shared history scenario (tests/conftest.py). The oracle of the intervals is the zxids of
+the scenario's writes."""
 
 from __future__ import annotations
 
@@ -76,3 +78,46 @@ def test_the_page_is_published_in_the_data_docs_with_a_link_on_the_index(history
     index = (docs / "index.html").read_text()
     assert index.startswith('<html><body class="gx"><div id="kafka-zk-audit-history"')
     assert 'href="history/index.html"' in index and index.endswith("<h1>Data Docs</h1></body></html>")
+
+
+def written(history, table: str) -> list[dict]:
+    """The rows of one of the tables the app wrote."""
+    summary, _, _ = history
+    return pq.read_table(Path(summary["path"]) / table).to_pylist()
+
+
+def test_each_broken_state_is_one_interval_bounded_by_the_writes(history) -> None:
+    _, scenario, _ = history
+    got = sorted((r["check_id"], r["start_zxid"], r["end_zxid"], r["topic"], r["partition"], r["group_id"])
+                 for r in written(history, "intervals"))
+    want = sorted((e.check_id, e.start_zxid, e.end_zxid, e.topic, e.partition, e.group_id)
+                  for e in scenario.expected)
+    assert got == want
+
+
+def test_listed_intervals_carry_their_evidence_and_duration(history) -> None:
+    listed = written(history, "intervals")
+    for row in listed:
+        assert row["severity"] in ("critical", "error", "warning")
+        assert row["duration_ms"] >= 1_000 and row["end_time"] > row["start_time"]
+        assert row["detail"] and row["path"]
+    not_in_isr = next(r for r in listed if r["check_id"] == "interval_leader_not_in_isr")
+    assert "not in isr" in not_in_isr["detail"] and "leader_epoch 7" in not_in_isr["detail"]
+
+
+def test_healthy_changes_give_no_interval(history) -> None:
+    _, scenario, _ = history
+    subjects = {(r["topic"], r["partition"]) for r in written(history, "intervals")}
+    assert not subjects & set(scenario.healthy_partitions)
+    healthy = [r for r in written(history, "leadership") if (r["topic"], r["partition"]) in scenario.healthy_partitions]
+    assert any(r["leader_epoch"] == 5 for r in healthy)  # the healthy leader change is in the history
+
+
+def test_controller_failover_timeline(history) -> None:
+    _, scenario, _ = history
+    failovers = sorted(written(history, "controller_timeline"), key=lambda r: r["from_zxid"])
+    assert [f["broker_id"] for f in failovers[-2:]] == scenario.controller_ids
+    slow = failovers[-2]
+    assert slow["gap_ms"] >= 1_000 and slow["gap_from_zxid"] < slow["from_zxid"]
+    assert failovers[-1]["epoch"] == failovers[-2]["epoch"] + 1
+    assert failovers[-1]["to_zxid"] is None  # still the controller at the end of the window
