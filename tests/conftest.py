@@ -151,11 +151,13 @@ def _arguments(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return {arg.arg for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)}
 
 
-def _parameters(module: str) -> set[str]:
-    """The parameter names of the functions of a test module: its tests' and fixtures' fixtures."""
+@functools.cache
+def _parameters(module: str) -> frozenset[str]:
+    """The parameter names of the functions of a test module: its tests' and fixtures' fixtures (read once per
+    module: the collection asks for each of its tests, the xdist controller for each test id)."""
     tree = _tree(REPO / module)
-    return {name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            for name in _arguments(node)} if tree else set()
+    return frozenset({name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for name in _arguments(node)}) if tree else frozenset()
 
 
 def shared_run_of(module: str) -> str | None:
@@ -194,6 +196,7 @@ def spark_fixtures(module: str, _importers: frozenset[str] = frozenset()) -> fro
     return frozenset(found)
 
 
+@functools.cache
 def unit_of(module: str) -> str:
     """The xdist unit of work a module belongs to: its shared run, the in-process Spark modules' unit, or itself."""
     return shared_run_of(module) or (IN_PROCESS_SPARK if _parameters(module) & spark_fixtures(module) else module)
