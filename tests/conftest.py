@@ -90,7 +90,7 @@ HISTORY_CHROOT = "/kafka"
 @pytest.fixture(scope="session")
 def history_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
     """A private ZooKeeper's data dir after kafka_zk_audit_testing.history_scenario's writes under /kafka (the server
-    stopped), and the scenario: the oracle of the history tests (tests/history, tests/cli)."""
+    stopped), and the scenario: the oracle of the history tests (tests/cli, the fleet's files cluster)."""
     from kafka_zk_audit_testing.history_scenario import run_scenario
 
     server = ZooKeeperServer(tmp_path_factory.mktemp("history-zk"), port=free_port()).start()
