@@ -156,8 +156,10 @@ def _parameters(module: str) -> frozenset[str]:
     """The parameter names of the functions of a test module: its tests' and fixtures' fixtures (read once per
     module: the collection asks for each of its tests, the xdist controller for each test id)."""
     tree = _tree(REPO / module)
-    return frozenset({name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            for name in _arguments(node)}) if tree else frozenset()
+    if tree is None:
+        return frozenset()
+    return frozenset(name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     for name in _arguments(node))
 
 
 def shared_run_of(module: str) -> str | None:
@@ -187,10 +189,9 @@ def spark_fixtures(module: str, _importers: frozenset[str] = frozenset()) -> fro
             source = node.module.replace(".", "/") + ".py"
             found |= {alias.name for alias in node.names} & spark_fixtures(source, _importers | {module})
     fixtures = _fixtures(tree)
-    for folder in (f for f in path.parents if REPO in f.parents):
-        conftest = _tree(folder / "conftest.py") if folder / "conftest.py" != path else None
-        if conftest is not None:
-            fixtures = {**_fixtures(conftest), **fixtures}
+    for conftest in (folder / "conftest.py" for folder in path.parents if REPO in folder.parents):
+        if conftest != path and (conftest_tree := _tree(conftest)) is not None:
+            fixtures = {**_fixtures(conftest_tree), **fixtures}
     while grown := {name for name, params in fixtures.items() if params & found} - found:
         found |= grown
     return frozenset(found)
