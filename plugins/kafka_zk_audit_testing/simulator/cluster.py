@@ -3,6 +3,9 @@
 Sessions are as in a real cluster: one per broker (holding its /brokers/ids/<id>), the controller's
 /controller in the controller broker's session, one per old consumer (holding its ids/<id> and
 the owner nodes of its threads), and an admin session for every persistent node.
+
+Plants register on the simulator (``registry``): ``plant()`` looks the planter up there and ``advance()`` runs the
+plants' hooks; this module imports no plant module (the package's ``__init__`` imports them).
 """
 
 from __future__ import annotations
@@ -16,12 +19,11 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from kafka_zk_audit_testing.simulator import layout, plants
-from kafka_zk_audit_testing.simulator.cluster_plants import CONTROLLER_PLANTS
+from kafka_zk_audit.contract.catalogue import CHECK_IDS
+from kafka_zk_audit_testing.simulator import layout
 from kafka_zk_audit_testing.simulator.encodings import BrokerInfo, Encoder
 from kafka_zk_audit_testing.simulator.model import ClusterModel, Group, ModelBuilder
-from kafka_zk_audit_testing.simulator.partition_plants import keep_epoch_ahead
-from kafka_zk_audit_testing.simulator.planting import Planted
+from kafka_zk_audit_testing.simulator.registry import ADVANCE_HOOKS, PLANTERS, Planted
 from kafka_zk_audit_testing.simulator.spec import ClusterSpec
 from kafka_zk_audit_testing.simulator.writer import BatchWriter, WriteCounts
 
@@ -228,7 +230,7 @@ class Simulator:
         written with the current controller epoch) and every committed offset grows."""
         model = self._require_model()
         for _ in range(steps):
-            if move_controller and not CONTROLLER_PLANTS & set(self.planted):
+            if move_controller and not PLANTERS.controller_holders & set(self.planted):
                 self._move_controller(model)
             with self.writer(self.admin, "advance") as writer:
                 self._elect_leaders(model, writer)
@@ -238,7 +240,8 @@ class Simulator:
                         group.offsets[(topic, partition)] = value + self.rng.randint(1, 50_000)
                         writer.set_data(f"{base}/offsets/{topic}/{partition}",
                                         self.encoder.offset(group.offsets[(topic, partition)]))
-                keep_epoch_ahead(self, writer)
+                for hook in ADVANCE_HOOKS:  # e.g. a planted state kept one controller epoch ahead
+                    hook(self, writer)
 
     def _move_controller(self, model: ClusterModel) -> None:
         if model.era.kraft_migration:
@@ -296,7 +299,13 @@ class Simulator:
         self._require_model()
         if check_id in self.planted:
             raise ValueError(f"{check_id} is already planted")
-        planted = plants.plant(self, check_id)
+        if check_id not in CHECK_IDS:
+            raise ValueError(f"unknown check id {check_id!r}")
+        planter = PLANTERS.get(check_id)
+        if planter is None:
+            raise ValueError(f"no plant registered for {check_id} (the package kafka_zk_audit_testing.simulator "
+                             "registers them as it is imported)")
+        planted = planter(self, check_id)
         self.planted[check_id] = planted
         log.info("planted %s at %s", check_id, planted.path)
         return planted

@@ -16,7 +16,6 @@ from kafka_zk_audit_testing.simulator.partition_plants import EPOCH_AHEAD
 from kafka_zk_audit_testing.simulator.planting import (
     REASSIGN_PATH,
     Planted,
-    Planters,
     add_reassignment,
     healthy_assignment,
     live_brokers,
@@ -25,13 +24,12 @@ from kafka_zk_audit_testing.simulator.planting import (
     subject_name,
     write_topic,
 )
+from kafka_zk_audit_testing.simulator.registry import PLANTERS
 
 if TYPE_CHECKING:
     from kafka_zk_audit_testing.simulator.cluster import Simulator
 
-CLUSTER_PLANTERS = Planters()
-planter = CLUSTER_PLANTERS.register
-CONTROLLER_PLANTS = frozenset({"controller_missing", "controller_not_alive", "controller_session_mismatch"})
+planter = PLANTERS.register  # the /controller plants register with holds_controller=True
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +37,7 @@ log = logging.getLogger(__name__)
 # -- controller ----------------------------------------------------------------------------
 def _replace_controller(sim: Simulator, check_id: str) -> None:
     """Remove /controller; a /controller plant made earlier is replaced (its problem is gone)."""
-    for earlier in CONTROLLER_PLANTS & set(sim.planted):
+    for earlier in PLANTERS.controller_holders & set(sim.planted):
         log.warning("%s replaces the earlier %s plant (both own /controller)", check_id, earlier)
         del sim.planted[earlier]
     if sim.admin.exists("/controller"):
@@ -47,13 +45,13 @@ def _replace_controller(sim: Simulator, check_id: str) -> None:
         sim.counts.deletes += 1
 
 
-@planter("controller_missing")
+@planter("controller_missing", holds_controller=True)
 def _controller_missing(sim: Simulator, check_id: str) -> Planted:
     _replace_controller(sim, check_id)
     return Planted(check_id, path="/controller")
 
 
-@planter("controller_not_alive")
+@planter("controller_not_alive", holds_controller=True)
 def _controller_not_alive(sim: Simulator, check_id: str) -> Planted:
     gone = sim.allocate_broker_id()
     _replace_controller(sim, check_id)
@@ -64,7 +62,7 @@ def _controller_not_alive(sim: Simulator, check_id: str) -> Planted:
     return Planted(check_id, broker_id=gone, path="/controller")
 
 
-@planter("controller_session_mismatch")
+@planter("controller_session_mismatch", holds_controller=True)
 def _controller_session_mismatch(sim: Simulator, check_id: str) -> Planted:
     brokers = live_brokers(sim)
     owner = sim.controller_id if sim.controller_id in brokers else brokers[0]

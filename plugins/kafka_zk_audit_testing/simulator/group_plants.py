@@ -11,18 +11,17 @@ from kafka_zk_audit_testing.simulator import layout
 from kafka_zk_audit_testing.simulator.model import Consumer, Group, consumer_id
 from kafka_zk_audit_testing.simulator.planting import (
     Planted,
-    Planters,
     healthy_assignment,
     now_ms,
     subject_name,
     write_topic,
 )
+from kafka_zk_audit_testing.simulator.registry import PLANTERS
 
 if TYPE_CHECKING:
     from kafka_zk_audit_testing.simulator.cluster import Simulator
 
-GROUP_PLANTERS = Planters()
-planter = GROUP_PLANTERS.register
+planter = PLANTERS.register
 
 
 # -- old consumer groups -------------------------------------------------------------------

@@ -10,7 +10,6 @@ from kafka_zk_audit_testing.simulator import layout
 from kafka_zk_audit_testing.simulator.encodings import PartitionState
 from kafka_zk_audit_testing.simulator.planting import (
     Planted,
-    Planters,
     healthy_assignment,
     healthy_state,
     spare_broker,
@@ -18,13 +17,13 @@ from kafka_zk_audit_testing.simulator.planting import (
     with_changes,
     write_topic,
 )
+from kafka_zk_audit_testing.simulator.registry import PLANTERS, on_advance
 from kafka_zk_audit_testing.simulator.writer import BatchWriter
 
 if TYPE_CHECKING:
     from kafka_zk_audit_testing.simulator.cluster import Simulator
 
-PARTITION_PLANTERS = Planters()
-planter = PARTITION_PLANTERS.register
+planter = PLANTERS.register
 EPOCH_AHEAD = "partition_epoch_ahead_of_controller"
 
 
@@ -164,6 +163,7 @@ def _epoch_ahead(sim: Simulator, check_id: str) -> Planted:
     return planted
 
 
+@on_advance
 def keep_epoch_ahead(sim: Simulator, writer: BatchWriter) -> None:
     """After /controller_epoch moved on, keep the planted state one epoch ahead of it."""
     if EPOCH_AHEAD not in sim.planted:

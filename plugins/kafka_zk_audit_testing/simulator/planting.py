@@ -1,51 +1,25 @@
-"""What every plant stands on: the ``Planted`` record, registries of planters, and the healthy topics, partition
-states and broker choices that a plant then changes one thing of (catalogue and readiness plants alike)."""
+"""What every plant stands on: the ``Planted`` record and registries of planters (from ``registry``), and the healthy
+topics, partition states and broker choices that a plant then changes one thing of (catalogue and readiness plants
+alike)."""
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from kafka_zk_audit_testing.simulator import layout
 from kafka_zk_audit_testing.simulator.encodings import PartitionState
 from kafka_zk_audit_testing.simulator.model import random_uuid
+from kafka_zk_audit_testing.simulator.registry import Planted as Planted
+from kafka_zk_audit_testing.simulator.registry import Planter as Planter
+from kafka_zk_audit_testing.simulator.registry import Planters as Planters
 
 if TYPE_CHECKING:
     from kafka_zk_audit_testing.simulator.cluster import Simulator
 
 REASSIGN_PATH = "/admin/reassign_partitions"
-
-
-@dataclass(frozen=True)
-class Planted:
-    """Where a plant put its problem: the subject and ``path`` (relative to the chroot) of the finding
-    the audit reports for it. ``broker_id`` is set only where the finding's subject is a broker."""
-
-    check_id: str
-    topic: str | None = None
-    partition: int | None = None
-    group_id: str | None = None
-    broker_id: int | None = None
-    path: str = ""
-    implied: tuple[str, ...] = ()
-
-
-Planter = Callable[["Simulator", str], Planted]
-
-
-class Planters(dict[str, Planter]):
-    """Planters by name: ``@planters.register(name, …)`` files a function under each of its names."""
-
-    def register(self, *names: str) -> Callable[[Planter], Planter]:
-        def add(function: Planter) -> Planter:
-            for name in names:
-                self[name] = function
-            return function
-
-        return add
 
 
 def subject_name(check_id: str) -> str:

@@ -46,31 +46,18 @@ lower a value that the caller's previous snapshot must already hold, so they act
 cluster: the first topic's partition with a leader epoch above 0, the first group's first offset,
 and /controller_epoch. Snapshot before ``plant()`` and after.
 
-The plants themselves are ``partition_plants``, ``cluster_plants`` and ``group_plants``; what they stand on
-(``Planted``, healthy topics and states) is ``planting``.
+The plants themselves are ``partition_plants``, ``cluster_plants`` and ``group_plants``, which register on the
+simulator (``registry.PLANTERS``) as this module imports them; what they stand on (healthy topics and states) is
+``planting``. The simulator looks its plants up in the registry and imports none of these modules.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
-from kafka_zk_audit_testing.simulator.cluster_plants import CLUSTER_PLANTERS
-from kafka_zk_audit_testing.simulator.group_plants import GROUP_PLANTERS
-from kafka_zk_audit_testing.simulator.partition_plants import PARTITION_PLANTERS
-from kafka_zk_audit_testing.simulator.planting import Planted, Planter
+from kafka_zk_audit_testing.simulator import cluster_plants, group_plants, partition_plants
+from kafka_zk_audit_testing.simulator.registry import PLANTERS
 
-if TYPE_CHECKING:
-    from kafka_zk_audit_testing.simulator.cluster import Simulator
-
-PLANTERS: dict[str, Planter] = {**PARTITION_PLANTERS, **CLUSTER_PLANTERS, **GROUP_PLANTERS}
-
-
-def plant(sim: Simulator, check_id: str) -> Planted:
-    """Dispatch to the planter of ``check_id``."""
-    if check_id not in CHECK_IDS:
-        raise ValueError(f"unknown check id {check_id!r}")
-    return PLANTERS[check_id](sim, check_id)
+PLANT_MODULES = (partition_plants, cluster_plants, group_plants)  # imported to register their planters
 
 
 # The health checks of a ZK -> KRaft migration in flight need the cluster in a migration phase, not a plant on a
