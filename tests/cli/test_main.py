@@ -49,6 +49,28 @@ airflow.sdk.exceptions.AirflowFailException: no snapshot was taken; see the snap
 """
 
 
+def test_the_run_says_when_each_task_starts_and_ends_with_its_duration():
+    """``kafka-zk-audit run`` reads Airflow's log as it comes (``TaskProgress``, the same lines in run 2 of the
+    shared system run: tests/system/test_cli_run.py): a mapped task by its cluster, a failed one as failed."""
+    import io
+
+    from kafka_zk_audit.cli.runner import TaskProgress
+
+    ticks = iter(range(0, 100, 2))
+    out = io.StringIO()
+    progress = TaskProgress(["alpha"], out=out, clock=lambda: float(next(ticks)), stamp=lambda: "12:00:00")
+    mapped = LOG_OF_A_FAILED_SNAPSHOT.replace("map_index=-1 [airflow.sdk] loc=dag.py:1", "map_index=0 x", 1)
+    mapped = mapped.replace("snapshot map_index=-1 [airflow.sdk] loc=dag.py:2", "snapshot map_index=0 x", 1)
+    skipped = ("[DAG TEST] starting task_id=history map_index=1\n[info] Skipping task. reason=no files\n"
+               "[DAG TEST] end task task_id=history map_index=1\n")
+    for line in (mapped + skipped).splitlines(keepends=True):
+        progress(line)
+    assert out.getvalue().splitlines() == [
+        "[12:00:00] snapshot[alpha] started", "[12:00:00] snapshot[alpha] failed after 2.0s",
+        "[12:00:00] summary started",  # its end is not in this log
+        "[12:00:00] history[1] started", "[12:00:00] history[1] skipped after 2.0s"]
+
+
 def test_the_first_failed_task_and_its_error_come_from_the_log():
     failure = first_failed_task(LOG_OF_A_FAILED_SNAPSHOT)
     assert failure is not None and failure.task_id == "snapshot"
@@ -75,14 +97,80 @@ def test_a_dead_cluster_of_a_command_line_fleet_is_audited_with_the_others(zk_se
 
     dead = f"127.0.0.1:{free_port()}"
     connections: dict = {}
-    args = argparse.Namespace(zk=[f"live={zk_server.hosts}", f"dead={dead}"], conn_id=[], from_files=None)
+    args = argparse.Namespace(zk=[f"live={zk_server.hosts}", f"dead={dead}"], conn_id=[], from_files=None,
+                              cluster=None)
     clusters, problem = _targets(args, connections)
     assert problem is None
     assert [c["name"] for c in clusters] == ["live", "dead"]
     assert {connections[c["zk_conn_id"]]["host"] for c in clusters} == {zk_server.hosts, dead}
     assert f"cluster dead: cannot reach ZooKeeper at {dead}" in capsys.readouterr().err
-    malformed = argparse.Namespace(zk=[f"live={zk_server.hosts}", "dead=nohostport"], conn_id=[], from_files=None)
+    malformed = argparse.Namespace(zk=[f"live={zk_server.hosts}", "dead=nohostport"], conn_id=[], from_files=None,
+                                   cluster=None)
     assert _targets(malformed, {})[1] == "--zk must be [NAME=]HOST:PORT[,HOST:PORT...][/chroot], not 'nohostport'"
+
+
+def test_unnamed_fleet_targets_are_named_after_their_address(zk_server, capsys):
+    """``run --zk HOST:PORT/…/alpha --zk HOST:PORT/beta --zk DEAD:PORT``: the clusters are ``alpha``, ``beta`` and
+    the dead one ``HOST-PORT`` (the names of the cluster column, the snapshot ids and the baselines; the DAG writes
+    the settings' names into every table: tests/system/test_fleet.py); the run's first line prints them."""
+    import argparse
+
+    from kazoo.client import KazooClient
+
+    from kafka_zk_audit.cli.main import _described, _targets
+
+    admin = KazooClient(hosts=zk_server.hosts)
+    admin.start(timeout=15)
+    try:
+        for chroot in ("/cli_names/kafka/alpha", "/cli_names/beta"):
+            admin.ensure_path(chroot)
+    finally:
+        admin.stop()
+        admin.close()
+    port = free_port()
+    connections: dict = {}
+    args = argparse.Namespace(zk=[f"{zk_server.hosts}/cli_names/kafka/alpha", f"{zk_server.hosts}/cli_names/beta",
+                                  f"127.0.0.1:{port}"], conn_id=[], from_files=None, cluster=None)
+    clusters, problem = _targets(args, connections)
+    assert problem is None
+    assert [c["name"] for c in clusters] == ["alpha", "beta", f"127.0.0.1-{port}"]
+    assert f"cluster 127.0.0.1-{port}: cannot reach ZooKeeper at 127.0.0.1:{port}" in capsys.readouterr().err
+    assert _described(clusters[1], connections) == f"beta ({zk_server.hosts}/cli_names/beta)"
+
+
+def test_derived_names_are_valid_cluster_names_and_unique():
+    import argparse
+
+    from kafka_zk_audit.cli.common import cluster_name_problem, name_from_address, unique_names
+    from kafka_zk_audit.cli.main import _targets
+
+    assert name_from_address("zk1:2181,zk2:2181/kafka/alpha") == "alpha"
+    assert name_from_address("zk1:2181/kafka/alpha/") == "alpha"
+    assert name_from_address("127.0.0.1:2181") == "127.0.0.1-2181"
+    assert name_from_address("zk1:2181,zk2:2181/") == "zk1-2181"
+    assert name_from_address("[::1]:2181/ka fka!") == "ka-fka"
+    assert name_from_address("[::1]:2181") == "1-2181"
+    assert name_from_address("zookeeper_prod") == "zookeeper_prod"  # a connection id names itself
+    assert all(cluster_name_problem(name_from_address(a)) is None for a in ("h:1/" + "x" * 99, "h:1/-_.a", "h:1"))
+    assert unique_names([None, None, "kafka", None], ["kafka", "kafka", "x", "kafka-2"]) == [
+        "kafka-2", "kafka-3", "kafka", "kafka-2-2"]
+    assert cluster_name_problem("a b") and cluster_name_problem("-a") and cluster_name_problem("prod.eu-1") is None
+
+    def targets(zk=(), conn_id=(), cluster=None, from_files=None):
+        args = argparse.Namespace(zk=list(zk), conn_id=list(conn_id), cluster=cluster, from_files=from_files)
+        return _targets(args, {})
+
+    assert [c["name"] for c in targets(zk=["h:1/a", "h:2/a"], from_files="x")[0]] == ["a", "a-2"]
+    assert [c["name"] for c in targets(zk=["a=h:1/x", "h:2/a"], from_files="x")[0]] == ["a", "a-2"]
+    assert [c["name"] for c in targets(conn_id=["zk_eu", "zk_us"])[0]] == ["zk_eu", "zk_us"]
+    assert targets(zk=["h:1/a"], from_files="x")[0][0]["name"] == "default"  # a lone unnamed target, as before
+    assert targets(zk=["h:1/a"], cluster="shop", from_files="x")[0][0]["name"] == "shop"
+    twice = targets(zk=["eu=h:1/a"], cluster="shop", from_files="x")[1]
+    assert twice == "the cluster is named twice: eu= and --cluster shop"
+    assert targets(zk=["h:1", "h:2"], cluster="shop")[1].startswith("--cluster names the run's one cluster")
+    assert targets(cluster="shop")[1].startswith("--cluster names the cluster of a --from-files run")
+    files = targets(cluster="shop", from_files="s3://bucket/zk/")[0]
+    assert files == [{"name": "shop", "files": {"data_dir": "s3://bucket/zk/"}}]
 
 
 def test_the_command_lines_clusters_replace_those_of_the_settings_file(tmp_path, monkeypatch):

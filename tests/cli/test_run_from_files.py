@@ -18,6 +18,9 @@ def test_usage_errors_of_from_files_exit_2(tmp_path, capsys, monkeypatch):
     zxid = run_main(["run", "--from-files", str(tmp_path), "--at-zxid", "zero"], capsys, monkeypatch,
                     {"AIRFLOW_HOME": env["AIRFLOW_HOME"]})
     assert zxid.returncode == 2 and "at_zxid 'zero'" in zxid.stderr
+    named = run_main(["run", "--from-files", str(tmp_path), "--cluster", "shop floor"], capsys, monkeypatch,
+                     {"AIRFLOW_HOME": env["AIRFLOW_HOME"]})
+    assert named.returncode == 2 and "--cluster: cluster name 'shop floor'" in named.stderr
     assert not Path(env["AIRFLOW_HOME"]).exists()
 
 

@@ -7,9 +7,12 @@ log; the secured cluster's password reaches no output (tests/system/test_dag_e2e
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from tests.system.fleet_run import AUDITED, DEAD, SystemRun
+from tests.system.fleet_run import AUDITED, CLUSTERS, DEAD, SystemRun
+
+PROGRESS = re.compile(r"^\[\d\d:\d\d:\d\d\] (\S+) (started|done in|failed after|skipped after)(?: (\d+\.\d)s)?$")
 
 
 def test_exit_3_names_the_failed_task_its_error_and_the_log(system: SystemRun):
@@ -41,3 +44,18 @@ def test_a_secured_cluster_is_read_with_the_connections_login(system: SystemRun)
         assert [(f["check_id"], f["path"]) for f in findings if f["check_id"] == "controller_missing"] == [
             ("controller_missing", system.secured_plant.path)]
         assert "secured" in run.fleet["red"]
+
+
+def test_the_run_says_when_each_task_starts_and_ends_with_its_duration(system: SystemRun):
+    """Besides the whole log (``-v``), run 2 printed each task as it started and ended, with its duration; the
+    mapped tasks by cluster, the dead cluster's snapshot as failed."""
+    events = [match.groups() for line in system.runs[1].stderr.splitlines() if (match := PROGRESS.match(line))]
+    tasks = [task for task, what, _ in events if what == "started"]
+    ended = {task: (what, seconds) for task, what, seconds in events if what != "started"}
+    assert set(tasks) == set(ended), events
+    assert {f"snapshot[{name}]" for name in CLUSTERS} <= set(tasks)
+    assert ended[f"snapshot[{DEAD}]"][0] == "failed after"
+    assert all(ended[f"snapshot[{name}]"][0] == "done in" for name in AUDITED)
+    firsts = [tasks.index(task) for task in ("clusters", f"snapshot[{AUDITED[0]}]", "audit", "gate", "summary")]
+    assert firsts == sorted(firsts), tasks
+    assert all(float(seconds) >= 0 for _, seconds in ended.values())

@@ -4,8 +4,12 @@
     kafka-zk-audit run --conn-id ID [--warehouse DIR] [--config FILE]
     kafka-zk-audit run --zk eu=HOST:PORT/kafka --zk us=HOST:PORT/kafka --conn-id dr=zookeeper_dr   (a fleet)
     kafka-zk-audit run --config fleet.yaml                  (the clusters listed in the settings)
-    kafka-zk-audit run --from-files DIR|URL [--at-zxid N | --at-time T] [--zk …|--conn-id ID]
+    kafka-zk-audit run --from-files DIR|URL [--cluster NAME] [--at-zxid N | --at-time T] [--zk …|--conn-id ID]
                                      (rebuilt from ZooKeeper's snapshot and logs; --zk/--conn-id only name it)
+
+Cluster names: ``NAME=`` or ``--cluster NAME``; a lone unnamed target is ``default``; in a fleet an unnamed ``--zk``
+is named after its address (its chroot's last segment, else ``HOST-PORT``), an unnamed ``--conn-id`` after the
+connection, each made unique with ``-2``, ``-3``, ….
 
 One stage at a time, without Airflow (``stages``):
 
@@ -37,7 +41,17 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafka_zk_audit.cli.common import EXIT_INCOMPLETE, EXIT_USAGE, check_reachable, fail, named, say
+from kafka_zk_audit.cli.common import (
+    EXIT_INCOMPLETE,
+    EXIT_USAGE,
+    check_reachable,
+    cluster_name_problem,
+    fail,
+    name_from_address,
+    named,
+    say,
+    unique_names,
+)
 from kafka_zk_audit.cli.stages import add_parsers as add_stage_parsers
 
 if TYPE_CHECKING:
@@ -68,6 +82,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--from-files", default=None, metavar="DIR|URL",
                      help="audit ZooKeeper's own files instead of the live ensemble: its dataDir (or version-2/), "
                           "a local folder or an fsspec URL (s3://, gs://, https://, file://)")
+    run.add_argument("--cluster", default=None, metavar="NAME",
+                     help="the name of the run's one cluster (the cluster column, its snapshot ids and baselines): "
+                          "of a --from-files run, or of a lone --zk/--conn-id")
     run.add_argument("--at-zxid", default=None, metavar="N",
                      help="with --from-files: rebuild the tree at this zxid (decimal or 0x hex); default: newest")
     run.add_argument("--at-time", default=None, metavar="T",
@@ -107,12 +124,21 @@ def _targets(args: argparse.Namespace, connections: dict[str, dict[str, Any]]) -
     A malformed ``--zk`` is refused. An unreachable one is refused when it is the only cluster; in a fleet it
     is audited like the others, as the DAG does: the run goes on for the reachable clusters and reports the
     dead one by name (and exits non-zero)."""
-    given = [("zk", v) for v in args.zk] + [("conn", v) for v in args.conn_id]
+    given = [("zk", *named(v)) for v in args.zk] + [("conn", *named(v)) for v in args.conn_id]
     fleet = len(given) > 1
+    cluster = getattr(args, "cluster", None)
+    if cluster and fleet:
+        return [], "--cluster names the run's one cluster; name each of a fleet's NAME=HOST:PORT or NAME=ID"
+    if cluster and given:
+        kind, name, value = given[0]
+        if name and name != cluster:
+            return [], f"the cluster is named twice: {name}= and --cluster {cluster}"
+        given = [(kind, cluster, value)]
+    # a connection id has no chroot: it names its cluster itself
+    derived = [name_from_address(value) for _, _, value in given] if fleet else ["default"] * len(given)
+    names = unique_names([name for _, name, _ in given], derived)
     clusters = []
-    for index, (kind, value) in enumerate(given):
-        name, target = named(value)
-        name = name or ("default" if not fleet else f"cluster{index + 1}")
+    for index, ((kind, _, target), name) in enumerate(zip(given, names, strict=True)):
         if kind == "zk":
             conn_id = f"{CLI_CONN_ID}_{index}" if fleet else CLI_CONN_ID
             try:
@@ -127,10 +153,24 @@ def _targets(args: argparse.Namespace, connections: dict[str, dict[str, Any]]) -
         else:
             conn_id = target
         clusters.append({"name": name, "zk_conn_id": conn_id})
-    names = [c["name"] for c in clusters]
     if len(set(names)) != len(names):
         return [], f"cluster names must be unique, got {', '.join(names)}"
+    if cluster and not clusters:
+        from_files = getattr(args, "from_files", None)
+        if not from_files:
+            return [], "--cluster names the cluster of a --from-files run (or of a lone --zk or --conn-id)"
+        location = from_files if "://" in from_files else str(Path(from_files).resolve())
+        clusters.append({"name": cluster, "files": {"data_dir": location}})  # the from_files param reads the same
     return clusters, None
+
+
+def _described(cluster: dict[str, Any], connections: dict[str, dict[str, Any]]) -> str:
+    """``NAME (where)`` for the run's first line: the address of a ``--zk``, else the connection id."""
+    conn = connections.get(cluster.get("zk_conn_id") or "")
+    if conn:
+        chroot = (conn.get("extra") or {}).get("chroot") or ""
+        return f"{cluster['name']} ({conn['host']}{chroot})"
+    return f"{cluster['name']} ({cluster['zk_conn_id']})" if cluster.get("zk_conn_id") else cluster["name"]
 
 
 def _run_settings(config: str | None, clusters: list[dict], folder: Path, label: str) -> str | None:
@@ -218,7 +258,7 @@ def _files_params(args: argparse.Namespace, cluster_count: int) -> tuple[dict[st
 
 
 def run(args: argparse.Namespace) -> int:
-    from kafka_zk_audit.cli.runner import airflow_env, run_dag_once
+    from kafka_zk_audit.cli.runner import TaskProgress, airflow_env, run_dag_once
     from kafka_zk_audit.contract.settings import SettingsError, load_config
     from kafka_zk_audit.contract.warehouse import Warehouse, default_warehouse
     from kafka_zk_audit.report.fleet import format_fleet
@@ -235,7 +275,10 @@ def run(args: argparse.Namespace) -> int:
             parse_target(args.target)
         except ValueError as exc:
             return _usage_error(f"--target {args.target!r}: {exc}")
-    files_params, problem = _files_params(args, len(args.zk) + len(args.conn_id) or len(cfg.clusters))
+    if args.cluster and cluster_name_problem(args.cluster):
+        return _usage_error(f"--cluster: {cluster_name_problem(args.cluster)}")
+    files_params, problem = _files_params(
+        args, len(args.zk) + len(args.conn_id) or (1 if args.cluster else len(cfg.clusters)))
     if problem:
         return _usage_error(problem)
     if not args.zk and not args.conn_id and not cfg.clusters and not args.from_files:
@@ -264,7 +307,7 @@ def run(args: argparse.Namespace) -> int:
     if args.from_files and not clusters and not cfg.clusters:
         conf["zk_conn_id"] = ""  # no ensemble to name: the manifest names the files
     log_path = Path(env["AIRFLOW_HOME"]) / "logs" / f"kafka-zk-audit-{label}.log"
-    what = ", ".join(f"{c['name']} ({c['zk_conn_id']})" for c in clusters) or ", ".join(cfg.cluster_names())
+    what = ", ".join(_described(c, connections) for c in clusters) or ", ".join(cfg.cluster_names())
     if args.from_files:
         from kafka_zk_audit.snapshot.files.sources import safe_location
 
@@ -272,7 +315,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"running DAG kafka_zk_audit for {what}; warehouse {warehouse.root}", file=sys.stderr)
     print(f"Airflow log: {log_path}", file=sys.stderr)
     try:
-        result = run_dag_once(env, conf, log_path, echo=args.verbose)
+        progress = TaskProgress([c["name"] for c in clusters] or list(cfg.cluster_names()) or ["default"])
+        result = run_dag_once(env, conf, log_path, echo=args.verbose, on_line=progress)
     except RuntimeError as exc:  # `airflow db migrate` failed: no DAG run started
         say(f"the audit could not start: {exc}")
         return EXIT_INCOMPLETE

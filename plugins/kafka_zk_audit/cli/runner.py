@@ -4,7 +4,8 @@ Used by ``kafka-zk-audit run`` (and so ``make demo``) and by the end-to-end test
 is the caller's ``$AIRFLOW_HOME`` or our own (``~/.kafka-zk-audit/airflow``), with a SQLite
 metadata DB; the DAGs folder holds just this project's DAG; spark-submit and the Spark driver's
 Python come from the interpreter running this code (the project's venv). When a run ends without
-a summary, :func:`first_failed_task` reads the run's log to say which task failed and why.
+a summary, :func:`first_failed_task` reads the run's log to say which task failed and why. While it runs,
+:class:`TaskProgress` reads the log as it comes and says when each task starts and ends, with its duration.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ import os
 import re
 import subprocess
 import sys
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 # the same as the repo's dags/kafka_zk_audit.py (a test keeps the two equal)
 DAG_FILE = (
@@ -84,7 +87,8 @@ def ensure_metadata_db(env: dict[str, str]) -> None:
 
 
 def _airflow(
-    env: dict[str, str], args: list[str], check: bool = False, log_path: Path | None = None, echo: bool = False
+    env: dict[str, str], args: list[str], check: bool = False, log_path: Path | None = None, echo: bool = False,
+    on_line: Callable[[str], None] | None = None,
 ) -> int:
     cmd = [str(Path(sys.executable).parent / "airflow"), *args]
     if log_path is None:
@@ -104,6 +108,8 @@ def _airflow(
             log.write(line)
             if echo:
                 sys.stderr.write(line)
+            if on_line is not None:
+                on_line(line)
         return proc.wait()
 
 
@@ -113,10 +119,13 @@ class DagRunResult:
     log_path: Path
 
 
-def run_dag_once(env: dict[str, str], conf: dict[str, Any], log_path: Path, echo: bool = False) -> DagRunResult:
-    """``airflow dags test kafka_zk_audit -c <conf>``; the DAG run's log goes to ``log_path``."""
+def run_dag_once(env: dict[str, str], conf: dict[str, Any], log_path: Path, echo: bool = False,
+                 on_line: Callable[[str], None] | None = None) -> DagRunResult:
+    """``airflow dags test kafka_zk_audit -c <conf>``; the DAG run's log goes to ``log_path`` (and each of its lines,
+    as it comes, to ``on_line``: e.g. a :class:`TaskProgress`)."""
     ensure_metadata_db(env)
-    code = _airflow(env, ["dags", "test", "kafka_zk_audit", "-c", json.dumps(conf)], log_path=log_path, echo=echo)
+    code = _airflow(env, ["dags", "test", "kafka_zk_audit", "-c", json.dumps(conf)], log_path=log_path, echo=echo,
+                    on_line=on_line)
     return DagRunResult(code, log_path)
 
 
@@ -167,3 +176,51 @@ def first_failed_task(log_text: str) -> TaskFailure | None:
             end = next((j for j in range(index + 1, len(lines)) if _LOG_RECORD.match(lines[j])), len(lines))
             return TaskFailure(current, _error_of(lines[index + 1:end]))
     return None
+
+
+_TASK_STARTED = re.compile(r"\[DAG TEST\] starting task_id=(\S+) map_index=(-?\d+)")
+_TASK_ENDED = re.compile(r"\[DAG TEST\] end task task_id=(\S+) map_index=(-?\d+)")
+_TASK_SKIPPED = "Skipping task."
+
+
+@dataclass
+class TaskProgress:
+    """Reads an ``airflow dags test`` log line by line (``__call__``) and writes one line when a task starts and one
+    when it ends, with how long it ran: ``[12:00:01] snapshot[alpha] started``, ``[12:00:04] snapshot[alpha] done
+    in 3.2s`` (``failed after``, ``skipped after``). A mapped task is named by its cluster (``clusters``: the run's
+    cluster names, in the order the DAG maps them), else by its map index."""
+
+    clusters: Sequence[str] = ()
+    out: TextIO | None = None  # None: sys.stderr at the time of writing
+    clock: Callable[[], float] = time.monotonic
+    stamp: Callable[[], str] = field(default=lambda: time.strftime("%H:%M:%S"))
+    _started: dict[str, float] = field(default_factory=dict)
+    _outcome: dict[str, str] = field(default_factory=dict)
+    _current: str | None = None
+
+    def name(self, task_id: str, map_index: int) -> str:
+        if map_index < 0:
+            return task_id
+        return f"{task_id}[{self.clusters[map_index] if map_index < len(self.clusters) else map_index}]"
+
+    def say(self, message: str) -> None:
+        print(f"[{self.stamp()}] {message}", file=self.out or sys.stderr, flush=True)
+
+    def __call__(self, line: str) -> None:
+        started = _TASK_STARTED.search(line)
+        if started:
+            task = self._current = self.name(started.group(1), int(started.group(2)))
+            self._started[task], self._outcome[task] = self.clock(), "done in"
+            self.say(f"{task} started")
+            return
+        ended = _TASK_ENDED.search(line)
+        if ended:
+            task = self.name(ended.group(1), int(ended.group(2)))
+            if task in self._started:
+                seconds = self.clock() - self._started.pop(task)
+                self.say(f"{task} {self._outcome.pop(task)} {seconds:.1f}s")
+            self._current = None
+        elif self._current is not None and _TASK_FAILED in line:
+            self._outcome[self._current] = "failed after"
+        elif self._current is not None and _TASK_SKIPPED in line:
+            self._outcome[self._current] = "skipped after"

@@ -27,6 +27,7 @@ from kafka_zk_audit.cli.common import (
     EXIT_INCOMPLETE,
     EXIT_USAGE,
     check_reachable,
+    cluster_name_problem,
     fail,
     named,
     say,
@@ -93,6 +94,16 @@ def airflow_connection(conn_id: str) -> dict[str, Any] | None:
     return found
 
 
+def cluster_of(args: argparse.Namespace, prefixed: str | None) -> tuple[str, str | None]:
+    """(the snapshot's cluster name, the problem): ``--cluster NAME``, else the target's ``NAME=``, else
+    ``default``; refused when both name it differently or the name is not a valid cluster name."""
+    given = getattr(args, "cluster", None)
+    if given and prefixed and given != prefixed:
+        return given, f"the cluster is named twice: {prefixed}= and --cluster {given}"
+    name = given or prefixed or "default"
+    return name, cluster_name_problem(name) if given else None
+
+
 def zookeeper_settings(args: argparse.Namespace) -> tuple[Any, str, str | None]:
     """(ZkSettings, cluster name, problem) for ``--zk`` or ``--conn-id``; reachable or the problem says why."""
     from kafka_zk_audit.snapshot.connection import (
@@ -103,7 +114,9 @@ def zookeeper_settings(args: argparse.Namespace) -> tuple[Any, str, str | None]:
     )
 
     name, target = named(args.zk or args.conn_id)
-    cluster = name or "default"
+    cluster, problem = cluster_of(args, name)
+    if problem:
+        return None, cluster, problem
     try:
         if args.zk:
             hosts, chroot = split_hosts_and_chroot(target)
@@ -198,6 +211,9 @@ def take_offline_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | No
     if problem:
         return None, fail(EXIT_USAGE, problem)
     name, source = named(args.from_files)
+    cluster, problem = cluster_of(args, name)
+    if problem:
+        return None, fail(EXIT_USAGE, problem)
     try:
         at_zxid, at_time = parse_at_zxid(args.at_zxid), parse_at_time(args.at_time)
     except FilesSourceError as exc:
@@ -211,7 +227,6 @@ def take_offline_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | No
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
     warehouse = Warehouse(args.warehouse or default_warehouse())
     options = SnapshotOptions.from_settings(cfg.snapshot)
-    cluster = name or "default"
     say(f"snapshot rebuilt from the files in {source} into {warehouse.root}")
     try:
         manifest = write_new_offline_snapshot(
@@ -376,6 +391,9 @@ def add_parsers(sub: Any) -> None:
     target.add_argument("--conn-id", help="[NAME=]ID of an Airflow connection (conn_type zookeeper)")
     target.add_argument("--from-files", metavar="[NAME=]DIR",
                         help="rebuild the tree from ZooKeeper's own files: its dataDir (snapshot.*, or version-2/)")
+    snap.add_argument("--cluster", default=None, metavar="NAME",
+                      help="the snapshot's cluster name (its id and cluster column; default: the target's NAME=, "
+                           "else default)")
     snap.add_argument("--log-dir", default=None, metavar="DIR",
                       help="with --from-files: the dataLogDir holding log.* (default: the --from-files folder)")
     snap.add_argument("--at-zxid", default=None, metavar="N",

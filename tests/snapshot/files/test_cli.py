@@ -20,7 +20,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_snapshot_from_files_prints_the_manifest(zk_files, tmp_path):
-    done = _cli("--from-files", f"offline={zk_files.data_dir}", "--log-dir", str(zk_files.log_dir),
+    done = _cli("--from-files", str(zk_files.data_dir), "--cluster", "offline", "--log-dir", str(zk_files.log_dir),
                 "--at-zxid", hex(zk_files.early.zxid), "--warehouse", str(tmp_path / "wh"))
     assert done.returncode == 0, done.stderr
     manifest = json.loads(done.stdout)
@@ -37,5 +37,7 @@ def test_bad_files_or_arguments_exit_2_with_what_to_do(zk_files, tmp_path):
     assert empty.returncode == 2 and "no snapshot.<zxid> file" in empty.stderr and "dataDir" in empty.stderr
     both = _cli("--from-files", str(zk_files.data_dir), "--at-zxid", "5", "--at-time", "2026-01-01T00:00:00Z")
     assert both.returncode == 2 and "not both" in both.stderr
+    twice = _cli("--from-files", f"shop={zk_files.data_dir}", "--cluster", "offline")
+    assert twice.returncode == 2 and "the cluster is named twice: shop= and --cluster offline" in twice.stderr
     loose = _cli("--zk", "127.0.0.1:1", "--at-zxid", "5")
     assert loose.returncode == 2 and "--from-files" in loose.stderr
