@@ -14,9 +14,9 @@ from kafka_zk_audit.snapshot.kraft.codegen import UNKNOWN_TAGS, MessageCodec, co
 from kafka_zk_audit.snapshot.kraft.records import CONTROL_RECORDS, CONTROL_TYPE_IDS, METADATA_RECORDS
 from kafka_zk_audit.snapshot.kraft.wire import DecodeError, read_uvarint, write_uvarint
 
-__all__ = ["CONTROL_CODECS", "CONTROL_TYPE_IDS", "METADATA_CODECS", "UNKNOWN_TAGS", "DecodeError",
-           "decode_control_value", "decode_metadata_value", "encode_control_value", "encode_metadata_value",
-           "record_name"]
+__all__ = ["CONTROL_CODECS", "CONTROL_TYPE_IDS", "DECODE_FAILURES", "FAST_DECODERS", "METADATA_CODECS", "UNKNOWN_TAGS",
+           "DecodeError", "decode_control_value", "decode_metadata_value", "encode_control_value",
+           "encode_metadata_value", "record_name"]
 
 FRAME_VERSION = 1
 CONTROL_VALUE_VERSION = 0  # ControlRecordUtils.*_CURRENT_VERSION
@@ -31,6 +31,9 @@ CONTROL_CODECS: dict[int, MessageCodec] = {
 }
 _METADATA_DECODERS = {key: codec.decode for key, codec in METADATA_CODECS.items()}
 _METADATA_NAMES = {api_key: message.name for api_key, message in METADATA_RECORDS.items()}
+# The hot path's table: (apiKey << 7 | version) for the one-byte apiKeys and versions → (decode, record name).
+FAST_DECODERS = {api_key << 7 | version: (codec.decode, codec.message.name)
+                 for (api_key, version), codec in METADATA_CODECS.items() if api_key < 0x80 and version < 0x80}
 
 
 def record_name(api_key: int | None, control: bool = False) -> str:
