@@ -155,6 +155,33 @@ def test_rewrite_html_handles_attribute_order_and_quotes() -> None:
     assert rewrite_html(out, "../static/vendor/") == out
 
 
+GX_BUCKET = "https://great-expectations-web-assets.s3.us-east-2.amazonaws.com/"
+GX_LOGO_TAG = (f'<img\n  class="NO-CACHE"\n  src="{GX_BUCKET}logo-long.png?d=20261128T174944.039064Z'
+               '&dataContextId=cd1245ee-1fba-4b76-a726-5dd91d75af70"\n  alt="Great Expectations"/>')
+GX_DARK_LOGO = f".navbar-brand a {{\n background: url('{GX_BUCKET}full_logo_dark.png') 0 0 no-repeat;\n}}"
+
+
+def test_gx_logo_and_favicon_point_at_the_sites_images() -> None:
+    html = (f'<link rel="shortcut icon" href="../../../static/images/favicon.ico" type="image/x-icon"/>'
+            f"<style>{GX_DARK_LOGO}</style>{GX_LOGO_TAG}")
+    out = rewrite_html(html, "../../../../static/vendor/")  # a validation page, four folders down
+    assert '<link rel="shortcut icon" href="../../../../static/images/favicon.ico" type="image/x-icon"/>' in out
+    assert 'src="../../../../static/images/logo-long.png"\n  alt="Great Expectations"/>' in out
+    assert "great-expectations-web-assets" not in out and "dataContextId" not in out
+    assert ".navbar-brand a {\n background: none 0 0 no-repeat;\n}" in out
+    assert rewrite_html(out, "../../../../static/vendor/") == out
+    top = rewrite_html(html, "static/vendor/")  # the index
+    assert 'href="static/images/favicon.ico"' in top and 'src="static/images/logo-long.png"' in top
+
+
+def test_localize_copies_gx_logo_when_the_site_lacks_it(site: Path, fake_assets: Path) -> None:
+    localize(site, fake_assets)
+    import great_expectations
+
+    packaged = Path(great_expectations.__file__).parent / "render/view/static/images/logo-long.png"
+    assert (site / "static/images/logo-long.png").read_bytes() == packaged.read_bytes()
+
+
 def test_table_covers_every_asset_url_in_the_gx_templates() -> None:
     import great_expectations
 

@@ -5,7 +5,8 @@ from public CDNs; without them the index page's tables (built by bootstrap-table
 be told to use other URLs (its own templates win over ``custom_views_directory``), so the gate
 post-processes the generated HTML instead: :func:`localize` copies the pinned files into
 ``<site>/static/vendor/`` and points every page's ``<script src>`` / stylesheet ``<link href>`` at them with
-paths relative to the page.
+paths relative to the page. GX's logo (loaded from GX's bucket) and favicon (a folder too high on validation pages)
+are pointed at the site's own copies in ``static/images/``.
 
 The files are the exact npm packages behind those CDN URLs (``CDN_ASSETS``), fetched once at set-up by
 ``scripts/fetch_docs_assets.py`` from the npm registry, checked against ``docs_assets.lock.json`` (sha512
@@ -20,9 +21,11 @@ from __future__ import annotations
 import argparse
 import filecmp
 import hashlib
+import importlib.util
 import json
 import logging
 import os
+import posixpath
 import re
 import shutil
 import sys
@@ -38,6 +41,11 @@ DEFAULT_ASSETS_DIR = HERE / "vendor"
 ASSETS_DIR_ENV = "KAFKA_ZK_AUDIT_DOCS_ASSETS"  # overrides DEFAULT_ASSETS_DIR
 MARKER = ".complete"
 VENDOR_DIR = PurePosixPath("static", "vendor")
+IMAGES_DIR = PurePosixPath("static", "images")  # GX copies its package's static/images there
+# GX's navbar loads its logo (with the time and the data context's id in the query) from this bucket, and its dark
+# style a white logo: the logo comes from the site's own copy; the white one, in no package, is left out.
+GX_IMAGES_URL = "https://great-expectations-web-assets.s3.us-east-2.amazonaws.com/"
+GX_LOGO = "logo-long.png"
 FETCH_COMMAND = "python scripts/fetch_docs_assets.py fetch"  # in the kafka-zk-audit repo, or `make setup`
 FETCH_HINT = f"Data Docs keep CDN links; run `{FETCH_COMMAND}` for offline docs"
 
@@ -201,17 +209,37 @@ def _is_remote(url: str) -> bool:
     return url.lower().startswith(("https://", "http://", "//"))
 
 
+_GX_IMAGE = re.compile(re.escape(GX_IMAGES_URL) + r"""([\w.-]+)[^"'\s)]*""")
+_SITE_IMAGE = re.compile(r"(?:\.\.?/)*" + re.escape(str(IMAGES_DIR)) + r"/([\w.-]+)")
+_CSS_GX_IMAGE = re.compile(r"""url\(\s*(["']?)""" + _GX_IMAGE.pattern + r"""\1\s*\)""")
+
+
+def rewrite_gx_images(html: str, images_prefix: str) -> str:
+    """Point GX's logo at the site's copy (``images_prefix``: the relative URL of ``static/images/``), without the
+    query that names the data context, and drop the stylesheet's background images from GX's bucket."""
+    html = _CSS_GX_IMAGE.sub("none", html)
+    return _GX_IMAGE.sub(lambda m: f"{images_prefix}{GX_LOGO}" if m.group(1) == GX_LOGO else m.group(0), html)
+
+
 def rewrite_html(html: str, vendor_prefix: str, unknown: set[str] | None = None) -> str:
     """Point known CDN ``<script src>``/stylesheet ``<link href>`` URLs at ``vendor_prefix`` (a relative URL
     ending in ``/``) and drop those tags' ``integrity``/``crossorigin``; collect other remote ones in ``unknown``.
+    GX's logo and favicon are pointed at the site's ``static/images/`` (next to ``static/vendor/``): GX loads the
+    logo from its bucket (:func:`rewrite_gx_images`), and its validation pages look for the favicon a folder too high.
     """
+    images = posixpath.normpath(posixpath.join(vendor_prefix, "..", "images")) + "/"
 
     def replace(match: re.Match[str]) -> str:
         tag, name = match.group(0), match.group(1).lower()
         attrs = _attrs(tag)
         if name == "link":
             rel = attrs.get("rel")
-            if rel is None or "stylesheet" not in _unquote(rel.group(2)).lower().split():
+            rels = _unquote(rel.group(2)).lower().split() if rel else []
+            href = attrs.get("href")
+            icon = _SITE_IMAGE.fullmatch(_unquote(href.group(2))) if href and "icon" in rels else None
+            if href and icon:
+                return f'{tag[:href.start()]} {href.group(1)}="{images}{icon.group(1)}"{tag[href.end():]}'
+            if "stylesheet" not in rels:
                 return tag
             key = "href"
         else:
@@ -228,7 +256,7 @@ def rewrite_html(html: str, vendor_prefix: str, unknown: set[str] | None = None)
         new = f'{tag[:attr.start()]} {attr.group(1)}="{vendor_prefix}{asset.rel}"{tag[attr.end():]}'
         return _STRIP_ATTR.sub("", new)
 
-    return _TAG.sub(replace, html)
+    return rewrite_gx_images(_TAG.sub(replace, html), images)
 
 
 def _vendor_files(assets_dir: Path) -> Iterable[PurePosixPath]:
@@ -254,6 +282,21 @@ def copy_assets(assets_dir: Path, site_dir: Path) -> int:
     return copied
 
 
+def copy_gx_logo(site_dir: Path) -> bool:
+    """Copy GX's logo from its package into ``<site>/static/images/`` when the site lacks it; whether it is there."""
+    dest = site_dir / IMAGES_DIR / GX_LOGO
+    if dest.is_file():
+        return True
+    spec = importlib.util.find_spec("great_expectations")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        src = Path(folder) / "render" / "view" / IMAGES_DIR / GX_LOGO
+        if src.is_file():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dest)
+            return True
+    return False
+
+
 def localize(site_dir: Path | str, assets_dir: Path | str | None = None, changed_since: float | None = None) -> int:
     """Make a Data Docs site use the local assets; return the number of HTML files rewritten.
 
@@ -267,6 +310,7 @@ def localize(site_dir: Path | str, assets_dir: Path | str | None = None, changed
         log.warning(FETCH_HINT)
         return 0
     copied = copy_assets(assets, site)
+    copy_gx_logo(site)
     vendor = site / VENDOR_DIR
     unknown: set[str] = set()
     rewritten = 0
