@@ -7,7 +7,7 @@ Reads the transaction logs (and the snapshot + logs before them, for the base st
     intervals/             the intervals at least ``min_interval`` long (history.intervals.INTERVAL_COLUMNS)
     controller_timeline/   one row per /controller holder, with the gap before it
     leadership/            one row per partition state (leader, leader_epoch, isr, from/to)
-    timeline.html          standalone page: failovers, intervals per check, leadership changes
+    timeline.html          the page: failovers, intervals per check, leadership changes
     history.json           the summary, written last
 
 The floor (``--min-interval``, default 1s; the DAG's history task and ``kafka-zk-audit history`` pass the setting
@@ -17,11 +17,10 @@ check instead of rows.
 
 from __future__ import annotations
 
-import html
 import logging
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -41,6 +40,7 @@ from kafka_zk_audit.history.intervals import (
     split_by_floor,
 )
 from kafka_zk_audit.report.history_index import link_history_in_data_docs, write_history_index
+from kafka_zk_audit.report.page_style import PageLinks, cell, esc, links_for, page, severity_badge, table
 
 log = logging.getLogger(__name__)
 
@@ -150,18 +150,24 @@ def run_history(spark: SparkSession, warehouse: Warehouse, files_dir: str, *, lo
         "txns_per_second": round(txns / decode_seconds, 1) if decode_seconds else None,
         "page": f"{root}/timeline.html",
     }
-    page = timeline_page(summary, listed_rows, failover_rows, leadership_changes)
-    warehouse.write_text(summary["page"], page)
+
+    def render(links: PageLinks) -> str:
+        return timeline_page(summary, listed_rows, failover_rows, leadership_changes, links)
+
+    warehouse.write_text(summary["page"], render(links_for(warehouse, summary["page"])))
     warehouse.write_json(f"{root}/history.json", summary)
-    publish_in_data_docs(warehouse, summary, page)
+    publish_in_data_docs(warehouse, summary, render)
     return summary
 
 
-def publish_in_data_docs(warehouse: Warehouse, summary: Mapping[str, Any], page: str) -> str:
-    """The history's page inside the Data Docs site too (``<data_docs>/history/<id>.html``), an index of every
-    history of the warehouse there, newest first, and a link to it at the top of the site's index page (when the
-    site exists; the DAG's summary task adds it again after each gate rebuilt the index). Returns the index's URL."""
-    warehouse.write_text(warehouse.history_page(summary["history_id"]), page)
+def publish_in_data_docs(warehouse: Warehouse, summary: Mapping[str, Any],
+                         render: Callable[[PageLinks], str]) -> str:
+    """The history's page (``render``ed with the links of where it is written) inside the Data Docs site too
+    (``<data_docs>/history/<id>.html``), an index of every history of the warehouse there, newest first, and a link
+    to it at the top of the site's index page (when the site exists; the DAG's summary task adds it again after each
+    gate rebuilt the index). Returns the index's URL."""
+    url = warehouse.history_page(summary["history_id"])
+    warehouse.write_text(url, render(links_for(warehouse, url)))
     index = write_history_index(warehouse)
     link_history_in_data_docs(warehouse)
     return index
@@ -172,48 +178,39 @@ def _ms(value: Any) -> str:
 
 
 def timeline_page(summary: Mapping[str, Any], intervals: Sequence[Mapping[str, Any]],
-                  failovers: Sequence[Mapping[str, Any]], leadership: Sequence[Mapping[str, Any]]) -> str:
-    """A standalone HTML page: controller failovers, the intervals of each check, leadership changes."""
-    esc = html.escape
-
-    def cell(value: Any) -> str:
-        return esc("" if value is None else str(value))
-
-    parts = [
-        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
-        f"<title>kafka-zk-audit history {esc(summary['history_id'])}</title><style>",
-        "body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;font-size:13px;margin-bottom:1em}",
-        "th,td{border:1px solid #ccc;padding:3px 6px;text-align:left}td.critical{background:#f4a6a6}",
-        "td.error{background:#f8c9a0}td.warning{background:#fbe7a1}td.info{background:#d8e8f8}</style></head><body>",
-        f"<h1>History {esc(summary['history_id'])}</h1>",
-        f"<p>{summary['txns']:,} txns, zxid {cell(summary['first_zxid'])} to {cell(summary['last_zxid'])} "
-        f"({cell(summary['first_time'])} to {cell(summary['last_time'])}), chroot {esc(summary['chroot'])}; "
-        f"intervals shorter than {_ms(summary['min_interval_ms'])} are counted, not listed.</p>",
-        "<h2>Checks</h2><table><tr><th>check</th><th>listed</th><th>shorter</th></tr>",
-    ]
-    parts += [f"<tr><td>{esc(check)}</td><td>{n['listed']}</td><td>{n['short']}</td></tr>"
-              for check, n in summary["checks"].items()]
-    parts.append("</table><h2>Controller failovers</h2><table><tr><th>broker</th><th>epoch</th><th>from zxid</th>"
-                 "<th>from</th><th>to zxid</th><th>to</th><th>gap before</th></tr>")
-    parts += [f"<tr><td>{cell(f['broker_id'])}</td><td>{cell(f['epoch'])}</td><td>{cell(f['from_zxid'])}</td>"
-              f"<td>{cell(_iso(f['from_time']))}</td><td>{cell(f['to_zxid'])}</td><td>{cell(_iso(f['to_time']))}</td>"
-              f"<td>{_ms(f['gap_ms'])}</td></tr>" for f in failovers]
-    parts.append("</table><h2>Intervals</h2><table><tr><th>check</th><th>subject</th><th>from zxid</th>"
-                 "<th>to zxid</th><th>from</th><th>lasted</th><th>evidence</th></tr>")
+                  failovers: Sequence[Mapping[str, Any]], leadership: Sequence[Mapping[str, Any]],
+                  links: PageLinks | None = None) -> str:
+    """A page with the Data Docs' look (:mod:`kafka_zk_audit.report.page_style`; plain without ``links`` to the
+    vendored assets): controller failovers, the intervals of each check, leadership changes."""
+    checks = (f"<tr>{cell(check)}{cell(n['listed'])}{cell(n['short'])}</tr>" for check, n in summary["checks"].items())
+    failover_rows = (
+        f"<tr>{cell(f['broker_id'])}{cell(f['epoch'])}{cell(f['from_zxid'])}{cell(_iso(f['from_time']))}"
+        f"{cell(f['to_zxid'])}{cell(_iso(f['to_time']))}{cell(_ms(f['gap_ms']))}</tr>" for f in failovers)
+    interval_rows = []
     for row in intervals:
         subject = " ".join(str(v) for v in (row["group_id"], row["topic"], row["partition"], row["broker_id"])
                            if v is not None) or row["path"]
-        parts.append(f"<tr><td class='{esc(row['severity'])}'>{esc(row['check_id'])}</td><td>{cell(subject)}</td>"
-                     f"<td>{cell(row['start_zxid'])}</td><td>{cell(row['end_zxid']) or 'open'}</td>"
-                     f"<td>{cell(_iso(row['start_time']))}</td><td>{_ms(row['duration_ms'])}</td>"
-                     f"<td>{cell(row['detail'])}</td></tr>")
-    parts.append("</table><h2>Leadership changes</h2><table><tr><th>partition</th><th>leader</th>"
-                 "<th>leader_epoch</th><th>isr</th><th>from zxid</th><th>to zxid</th></tr>")
-    parts += [f"<tr><td>{cell(r['topic'])}-{cell(r['partition'])}</td><td>{cell(r['leader'])}</td>"
-              f"<td>{cell(r['leader_epoch'])}</td><td>{cell(r['isr'])}</td><td>{cell(r['from_zxid'])}</td>"
-              f"<td>{cell(r['to_zxid'])}</td></tr>" for r in leadership]
-    parts.append("</table></body></html>\n")
-    return "\n".join(parts)
+        interval_rows.append(
+            f"<tr>{cell(row['severity'], html_value=severity_badge(row['severity']))}{cell(row['check_id'])}"
+            f"{cell(subject, wrap=True)}{cell(row['start_zxid'])}{cell(row['end_zxid'] or 'open')}"
+            f"{cell(_iso(row['start_time']))}{cell(_ms(row['duration_ms']))}{cell(row['detail'], wrap=True)}</tr>")
+    leadership_rows = (
+        f"<tr>{cell(str(r['topic']) + '-' + str(r['partition']), wrap=True)}{cell(r['leader'])}"
+        f"{cell(r['leader_epoch'])}{cell(r['isr'], wrap=True)}{cell(r['from_zxid'])}{cell(r['to_zxid'])}</tr>"
+        for r in leadership)
+    body = (
+        f"<p class=\"kza-meta\">{summary['txns']:,} txns, zxid {esc(summary['first_zxid'])} to "
+        f"{esc(summary['last_zxid'])} ({esc(summary['first_time'])} to {esc(summary['last_time'])}), chroot "
+        f"<code>{esc(summary['chroot'])}</code>; intervals shorter than {_ms(summary['min_interval_ms'])} are "
+        "counted, not listed.</p>"
+        '<h2 class="kza-section">Checks</h2>' + table(("check", "listed", "shorter"), checks, search=False)
+        + '<h2 class="kza-section">Controller failovers</h2>'
+        + table(("broker", "epoch", "from zxid", "from", "to zxid", "to", "gap before"), failover_rows)
+        + '<h2 class="kza-section">Intervals</h2>'
+        + table(("severity", "check", "subject", "from zxid", "to zxid", "from", "lasted", "evidence"), interval_rows)
+        + '<h2 class="kza-section">Leadership changes</h2>'
+        + table(("partition", "leader", "leader_epoch", "isr", "from zxid", "to zxid"), leadership_rows))
+    return page(f"History {summary['history_id']}", body, links)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,13 +3,26 @@ history of the warehouse (newest first) next to their pages, and a banner on the
 
 from __future__ import annotations
 
-import html
 import json
+from typing import Any
 
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.report.data_docs import link_at_top
+from kafka_zk_audit.report.page_style import cell, esc, links_for, page, table
 
 DATA_DOCS_LINK_ID = "kafka-zk-audit-history"
+TITLE = "What happened between runs: histories from ZooKeeper's files"
+
+
+def _row(history: dict[str, Any]) -> str:
+    """One history's row: its page, cluster, window, transactions, intervals listed, controller holders."""
+    history_id = history["history_id"]
+    link = f'<a href="{esc(history_id)}.html">{esc(history_id)}</a>'
+    listed = sum(check.get("listed", 0) for check in history.get("checks", {}).values())
+    return (f"<tr>{cell(history_id, html_value=link)}{cell(history.get('cluster'), wrap=True)}"
+            f"{cell(str(history.get('first_time')) + ' to ' + str(history.get('last_time')))}"
+            f"{cell(format(history.get('txns', 0), ','))}{cell(listed)}{cell(history.get('controller_failovers', 0))}"
+            "</tr>")
 
 
 def write_history_index(warehouse: Warehouse) -> str:
@@ -19,22 +32,11 @@ def write_history_index(warehouse: Warehouse) -> str:
                        reverse=True):
         with warehouse.fs.open(path, "r", encoding="utf-8") as handle:
             histories.append(json.load(handle))
-    esc = html.escape
-    rows = "".join(
-        f"<tr><td><a href=\"{esc(h['history_id'])}.html\">{esc(h['history_id'])}</a></td>"
-        f"<td>{esc(str(h.get('cluster') or ''))}</td><td>{esc(str(h.get('first_time')))} to "
-        f"{esc(str(h.get('last_time')))}</td><td>{h.get('txns', 0):,}</td>"
-        f"<td>{sum(c.get('listed', 0) for c in h.get('checks', {}).values())}</td>"
-        f"<td>{h.get('controller_failovers', 0)}</td></tr>"
-        for h in histories)
+    rows = (_row(h) for h in histories)
     index = warehouse.history_page()
-    warehouse.write_text(index, (
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>kafka-zk-audit: histories from ZooKeeper's files"
-        "</title><style>body{font-family:sans-serif;margin:24px}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}</style></head><body>"
-        "<h1>What happened between runs: histories from ZooKeeper's files</h1>"
-        "<table><tr><th>history</th><th>cluster</th><th>window (leader's clock)</th><th>txns</th>"
-        f"<th>intervals listed</th><th>controller holders</th></tr>{rows}</table></body></html>"))
+    body = table(("history", "cluster", "window (leader's clock)", "txns", "intervals listed", "controller holders"),
+                 rows)
+    warehouse.write_text(index, page(TITLE, body, links_for(warehouse, index)))
     return index
 
 

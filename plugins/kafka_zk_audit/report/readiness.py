@@ -3,14 +3,14 @@
 The audit job writes one ``readiness.json`` per snapshot (verdict, phase, rows ordered blocker → info, the
 node ids the controllers must not reuse, and the checklist of what ZooKeeper cannot show). This module only
 renders it: ``render_text`` for a shell, ``render_html`` for ``<warehouse>/readiness/index.html`` (the fleet)
-and ``<warehouse>/readiness/<cluster>.html`` (one cluster). Every value of a report is untrusted data
+and ``<warehouse>/readiness/<cluster>.html`` (one cluster), with the Data Docs' look
+(:mod:`kafka_zk_audit.report.page_style`). Every value of a report is untrusted data
 (cluster names, znode paths, details): HTML escapes all of it, text replaces control characters.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import html
 import logging
 import re
 from collections.abc import Iterable, Mapping
@@ -21,6 +21,7 @@ from kafka_zk_audit.contract.readiness import LEVEL_RANK, LEVELS, NOT_VISIBLE, S
 from kafka_zk_audit.contract.warehouse import Warehouse, validate_snapshot_id
 from kafka_zk_audit.report import alert
 from kafka_zk_audit.report.data_docs import link_at_top
+from kafka_zk_audit.report.page_style import PageLinks, cell, esc, links_for, page, table
 
 log = logging.getLogger(__name__)
 
@@ -148,31 +149,22 @@ def render_text(report: Mapping[str, Any]) -> str:
 
 
 # -- HTML -----------------------------------------------------------------------------------------
-def _e(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
-
+_e = esc
 
 _STYLE = """
-body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:24px;color:#212121;background:#fff}
-h1{font-size:1.5em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid #ddd;padding-bottom:4px}
-h3{font-size:1.05em;margin:1.2em 0 .4em}
-table{border-collapse:collapse;margin:.4em 0 1em;font-size:.9em;max-width:100%}
-table.rows{width:100%}
-th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top;overflow-wrap:break-word}
-th{background:#f1f1f1;white-space:nowrap}
-td.check{white-space:nowrap}
-td.path,td.detail,td.cluster{overflow-wrap:anywhere;min-width:8em}
-td.detail{min-width:10em}td.remedy{background:#fffde7;min-width:12em}
-.badge{display:inline-block;min-width:12em;padding:8px 16px;border-radius:4px;color:#fff;font-weight:bold;
- text-align:center}
-.level-blocker h3{color:#c62828}.level-high h3{color:#d84315}.level-warn h3{color:#ef8f00}
-.meta{color:#555}
+.kza-verdict{display:inline-block;min-width:12em;padding:8px 16px;border-radius:4px;color:#fff;font-weight:bold;
+ text-align:center;font-size:1rem}
+table.overview .kza-verdict{min-width:10em;padding:4px 12px}
+.bootstrap-table .fixed-table-container .table.overview td,table.overview td{vertical-align:middle}
+.level-blocker h3{color:#c62828}.level-high h3{color:#d84315}.level-warn h3{color:#b36b00}
+table.kza td.remedy{background:#fffde7}
+section.cluster{margin-bottom:2rem}
 """
 
 
 def _badge(verdict: str) -> str:
     colour = VERDICT_COLOURS.get(verdict, UNKNOWN_COLOUR)
-    return (f'<span class="badge verdict-{_e(verdict)}" style="background:{colour}">'
+    return (f'<span class="kza-verdict verdict-{_e(verdict)}" style="background:{colour}">'
             f"{_e(VERDICT_LABELS.get(verdict, verdict.upper()))}</span>")
 
 
@@ -186,36 +178,34 @@ def _overview(reports: list[Mapping[str, Any]]) -> str:
     for index, report in enumerate(reports):
         phase, _ = _phase(report)
         rows.append(
-            f'<tr><td class="cluster"><a href="#{_anchor(index)}">{_e(cluster_name(report))}</a></td>'
-            f"<td>{_e(report.get('target_version'))}</td><td>{_badge(verdict_of(report))}</td>"
-            f"<td>{level_counts(report)['blocker']}</td><td>{_e(phase)}</td></tr>"
-        )
-    return ('<table class="overview"><thead><tr><th>cluster</th><th>target</th><th>verdict</th><th>blockers</th>'
-            f"<th>migration phase</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+            "<tr>" + cell(cluster_name(report), wrap=True,
+                          html_value=f'<a href="#{_anchor(index)}">{_e(cluster_name(report))}</a>')
+            + cell(report.get("target_version")) + cell(verdict_of(report), html_value=_badge(verdict_of(report)))
+            + cell(level_counts(report)["blocker"]) + cell(phase) + "</tr>")
+    return table(("cluster", "target", "verdict", "blockers", "migration phase"), rows, css_class="overview",
+                 search=len(reports) > 1)
 
 
 def _rows_table(level: str, rows: list[Mapping[str, Any]]) -> str:
     """The rows of one level; of the subject columns, those any row sets."""
     subjects = [column for column in SUBJECT_COLUMNS if any(row.get(column) not in (None, "") for row in rows)]
-    head = "".join(f"<th>{column}</th>" for column in ("condition", "check", *subjects, "detail", "remedy"))
     body = []
     for row in rows:
-        cells = [f"<td>{_e(row.get('condition_id'))}</td>",
-                 f'<td class="check"><code>{_e(row.get("check_id"))}</code></td>']
-        cells += [f'<td class="{column}">{_e(row.get(column))}</td>' for column in subjects]
-        cells += [f'<td class="detail">{_e(row.get("detail"))}</td>',
-                  f'<td class="remedy">{_e(row.get("remedy"))}</td>']
+        cells = [cell(row.get("condition_id")),
+                 cell(row.get("check_id"), html_value=f"<code>{_e(row.get('check_id'))}</code>")]
+        cells += [cell(row.get(column), wrap=column in ("path", "group_id", "topic")) for column in subjects]
+        cells += [cell(row.get("detail"), wrap=True), '<td class="kza-wrap remedy">' + _e(row.get("remedy")) + "</td>"]
         body.append(f"<tr>{''.join(cells)}</tr>")
     return (f'<section class="level level-{level}"><h3>{_e(LEVEL_HEADINGS[level])} ({len(rows)})</h3>'
-            f'<table class="rows"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></section>')
+            + table(("condition", "check", *subjects, "detail", "remedy"), body, css_class="rows") + "</section>")
 
 
 def _cluster_section(index: int, report: Mapping[str, Any]) -> str:
     verdict = verdict_of(report)
     parts = [
-        f'<section class="cluster" id="{_anchor(index)}"><h2>{_e(cluster_name(report))}</h2>',
+        f'<section class="cluster" id="{_anchor(index)}"><h2 class="kza-section">{_e(cluster_name(report))}</h2>',
         f"<p>{_badge(verdict)}</p>",
-        f'<p class="meta">target Kafka {_e(report.get("target_version"))}; snapshot '
+        f'<p class="meta kza-meta">target Kafka {_e(report.get("target_version"))}; snapshot '
         f'<code>{_e(report.get("snapshot_id"))}</code>; generated {_e(report.get("generated_at"))}</p>',
     ]
     rows = sorted_rows(report)
@@ -240,19 +230,17 @@ def _cluster_section(index: int, report: Mapping[str, Any]) -> str:
     return "".join(parts)
 
 
-def render_html(reports: Iterable[Mapping[str, Any]]) -> str:
-    """One self-contained page (inline style, no script, no external asset): a fleet overview table, then one
-    section per cluster with its verdict badge, its rows (blockers first, with remedies), phase, node ids and
-    the checklist of what ZooKeeper cannot show."""
+def render_html(reports: Iterable[Mapping[str, Any]], links: PageLinks | None = None) -> str:
+    """One page: a fleet overview table, then one section per cluster with its verdict badge, its rows (blockers
+    first, with remedies), phase, node ids and the checklist of what ZooKeeper cannot show. With ``links`` to the
+    vendored assets it has the Data Docs' look and its tables sort and filter; without, it is self-contained
+    (inline style, no script, no external asset)."""
     reports = list(reports)
     title = ("KRaft migration readiness: " + cluster_name(reports[0]) if len(reports) == 1
              else f"KRaft migration readiness: {len(reports)} cluster(s)")
     sections = "".join(_cluster_section(index, report) for index, report in enumerate(reports))
     body = _overview(reports) + sections if reports else "<p>No readiness report.</p>"
-    return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'">'
-            f"<title>{_e(title)}</title><style>{_STYLE}</style></head>"
-            f"<body><h1>{_e(title)}</h1>{body}</body></html>\n")
+    return page(title, body, links, style=_STYLE)
 
 
 # -- warehouse ------------------------------------------------------------------------------------
@@ -280,11 +268,11 @@ def write_pages(warehouse: Warehouse, reports: Iterable[Mapping[str, Any]], unde
     reports = list(reports)
     base = f"{under or warehouse.root}/{READINESS_DIR}"
     written = [f"{base}/{FLEET_PAGE}.html"]
-    warehouse.write_text(written[0], render_html(reports))
+    warehouse.write_text(written[0], render_html(reports, links_for(warehouse, written[0])))
     taken: set[str] = set()
     for report in reports:
         url = f"{base}/{page_name(cluster_name(report), taken)}.html"
-        warehouse.write_text(url, render_html([report]))
+        warehouse.write_text(url, render_html([report], links_for(warehouse, url)))
         written.append(url)
     return written
 
