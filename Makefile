@@ -39,14 +39,15 @@ coverage: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 
-# every speed figure and its target in one run (BENCH_ARGS=--write-readme: the README's performance table;
-# --quick: small trees, to check the benchmark); the keyed audit over 1, 10 and 100 clusters against one
+# every speed figure and its target in one run, written into docs/performance.md (with the date, the commit and the
+# machine) and its summary into the README (BENCH_ARGS=--quick: small trees, to check the benchmark); the keyed audit
+# over 1, 10 and 100 clusters against one
 # and the DAG run over 100 clusters against one (BENCH_FLEET_ARGS="--dag 0" skips it); then ZooKeeper's files:
 # offline rebuild vs live walk at 1M znodes, and the change table of the history app; the event-driven audits'
 # watches (idle CPU of 100 clusters, a burst's debounce, the alert latency under a real scheduler and triggerer)
 BENCH_FLEET_ARGS ?= --dag 100
 bench: setup
-	$(PY) bench/bench_all.py $(BENCH_ARGS)
+	$(PY) bench/bench_all.py --write-docs $(BENCH_ARGS)
 	$(PY) bench/bench_fleet.py $(BENCH_FLEET_ARGS)
 	$(PY) bench/bench_offline.py
 	$(PY) bench/bench_history.py

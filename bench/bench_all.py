@@ -1,6 +1,7 @@
 """Every speed figure of kafka-zk-audit in one run, each with its baseline from the same run, and the targets.
 
-    .venv/bin/python bench/bench_all.py [--quick] [--write-readme] [--json FILE] [--suite-minutes M]
+    .venv/bin/python bench/bench_all.py [--quick] [--write-docs] [--json FILE] [--suite-minutes M]
+    .venv/bin/python bench/bench_all.py --from-json FILE --write-docs     (the tables of an earlier run, again)
 
 One private ZooKeeper on 127.0.0.1 holds simulated 3.x clusters of ~300 (the demo's shape), ~100,000, ~300,000 and
 ~1,000,000 znodes. Then, each reader and each app in its own process:
@@ -16,8 +17,11 @@ One private ZooKeeper on 127.0.0.1 holds simulated 3.x clusters of ~300 (the dem
 4. a reaudit of 30 stored snapshots of the 100k cluster in one Spark app on local[2].
 
 It prints the detail tables, then the table of targets with the figures before the speed work ("before": measured
-when the work was planned, on this 2-core machine) next to this run's. ``--write-readme`` replaces the README's
-performance table with it. ``--quick`` uses ~300 / 10k / 30k / 60k znodes and 5 snapshots to check the benchmark.
+when the work was planned, on this 2-core machine) next to this run's. ``--write-docs`` (what ``make bench`` passes)
+replaces the block between ``<!-- bench_all:begin -->`` and ``<!-- bench_all:end -->`` in docs/performance.md with them,
+headed by the date, the commit (``git rev-parse HEAD``) and the machine (cores, memory, CPU model), and the README's
+summary (between ``<!-- bench_summary:begin -->`` and ``<!-- bench_summary:end -->``) with the table of targets.
+``--quick`` uses ~300 / 10k / 30k / 60k znodes and 5 snapshots to check the benchmark (the header says so).
 """
 
 from __future__ import annotations
@@ -25,8 +29,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import re
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -46,7 +52,9 @@ from kafka_zk_audit_testing.zk_server import ZooKeeperServer, free_port
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
-TABLE_BEGIN, TABLE_END = "<!-- bench_all:begin -->", "<!-- bench_all:end -->"
+PERFORMANCE = REPO / "docs" / "performance.md"
+TABLE_BEGIN, TABLE_END = "<!-- bench_all:begin -->", "<!-- bench_all:end -->"  # in docs/performance.md
+SUMMARY_BEGIN, SUMMARY_END = "<!-- bench_summary:begin -->", "<!-- bench_summary:end -->"  # in README.md
 SIZES = {"100k": 2300, "300k": 7000, "1M": 25000}  # topics × 20 partitions
 QUICK_SIZES = {"100k": 230, "300k": 700, "1M": 1500}
 DEMO = ClusterSpec(era="3.x", brokers=5, topics=8, partitions=6, replication_factor=3, groups=2,
@@ -78,11 +86,11 @@ TARGETS = (
     Target("dag_demo", "one DAG run, demo-shaped cluster, end to end", "98–150 s", "< 45 s", 45.0, False),
     Target("reaudit", "reaudit: 30 stored snapshots of 100k znodes, one app, local[2]", "– (none)", "< 3 min",
            180.0, False),
-    Target("suite", "`make test` on 2 cores, fresh clone", "11–18 min", "< 8 min", 8.0, False),
+    Target("suite", "`make test` on 2 cores, fresh clone", "46–68 min", "< 10 min", 10.0, False),
 )
 UNITS = {"ratio_1m": "{:.2f}", "wall_1m": "{:.1f} s", "rss_1m": "{:.0f} MB", "single_naive": "{:.1f}×",
          "audit_demo": "{:.1f} s", "audit_1m": "{:.1f} s", "per_znode": "{:.2f}×", "gate_demo": "{:.1f} s",
-         "dag_demo": "{:.1f} s", "reaudit": "{:.0f} s", "suite": "{:.0f} min"}
+         "dag_demo": "{:.1f} s", "reaudit": "{:.0f} s", "suite": "{:.1f} min"}
 
 
 def load() -> str:
@@ -221,18 +229,59 @@ def figures(results: dict, suite_minutes: float | None) -> dict[str, float | Non
     }
 
 
+def _judged(t: Target, now: dict[str, float | None]) -> tuple[str, str]:
+    """(this run's figure as shown, whether it meets its target)."""
+    value = now.get(t.key)
+    if value is None:
+        return "not measured by this run", "–"
+    ok = value >= t.limit if t.higher_is_better else value <= t.limit
+    return UNITS[t.key].format(value), "yes" if ok else "**no**"
+
+
 def targets_table(now: dict[str, float | None], note: str) -> str:
     lines = [f"| measure | before | now ({note}) | target | met |", "|---|---|---|---|---|"]
     for t in TARGETS:
-        value = now.get(t.key)
-        if value is None:
-            shown, met = "not measured by this run", "–"
-        else:
-            shown = UNITS[t.key].format(value)
-            ok = value >= t.limit if t.higher_is_better else value <= t.limit
-            met = "yes" if ok else "**no**"
+        shown, met = _judged(t, now)
         lines.append(f"| {t.measure} | {t.before} | {shown} | {t.target} | {met} |")
     return "\n".join(lines)
+
+
+def summary_table(now: dict[str, float | None]) -> str:
+    """The README's summary: one row per target (at most 15), this run's figure and whether it is met."""
+    lines = ["| measure | now | target | met |", "|---|---|---|---|"]
+    for t in TARGETS:
+        shown, met = _judged(t, now)
+        lines.append(f"| {t.measure} | {shown} | {t.target} | {met} |")
+    return "\n".join(lines)
+
+
+def measured_where() -> dict[str, str]:
+    """The date, the commit (with `+ local changes` when the work tree differs) and the machine of this run."""
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "HEAD") or "unknown"
+    if git("status", "--porcelain", "--untracked-files=no"):
+        commit += " + local changes"
+    memory = cpu = ""
+    try:
+        kib = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+                   if line.startswith("MemTotal:"))
+        memory = f", {kib / 1024 / 1024:.1f} GiB memory"
+        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                   if line.startswith("model name"))
+    except (OSError, StopIteration, ValueError):
+        pass
+    machine = f"{os.cpu_count()} cores{memory}, {cpu or platform.processor() or platform.machine()}"
+    return {"date": time.strftime("%Y-%m-%d %H:%M %Z"), "commit": commit, "machine": machine, "load": load()}
+
+
+def header(where: dict[str, str], quick: bool) -> str:
+    return (f"Measured by `make bench` (`bench/bench_all.py{' --quick' if quick else ''}`) on {where['date']}, "
+            f"commit `{where['commit']}`, machine: {where['machine']}; load average {where['load']} at its end. "
+            "Every reader and app ran in its own process, each figure with its baseline from the same run; \"before\" "
+            "is what was measured when the speed work was planned.")
 
 
 def detail_tables(results: dict) -> str:
@@ -275,13 +324,26 @@ def detail_tables(results: dict) -> str:
     return "\n".join(out)
 
 
-def write_readme(text: str) -> None:
-    readme = README.read_text()
-    if TABLE_BEGIN not in readme:
-        raise SystemExit(f"README.md has no {TABLE_BEGIN} … {TABLE_END} block")
-    head, rest = readme.split(TABLE_BEGIN, 1)
-    _, tail = rest.split(TABLE_END, 1)
-    README.write_text(f"{head}{TABLE_BEGIN}\n{text}\n{TABLE_END}{tail}")
+def replace_block(path: Path, begin: str, end: str, text: str) -> None:
+    """Put ``text`` between the markers ``begin`` and ``end`` of ``path``, keeping the rest."""
+    page = path.read_text()
+    if begin not in page or end not in page:
+        raise SystemExit(f"{path.relative_to(REPO)} has no {begin} … {end} block")
+    head, rest = page.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    path.write_text(f"{head}{begin}\n{text}\n{end}{tail}")
+
+
+def write_docs(now: dict[str, float | None], results: dict, where: dict[str, str], quick: bool) -> None:
+    """docs/performance.md's block (header and every table) and the README's summary."""
+    top = header(where, quick)
+    note = f"{'quick run, ' if quick else ''}{where['date'].split()[0]}"
+    replace_block(PERFORMANCE, TABLE_BEGIN, TABLE_END,
+                  f"{top}\n\n{targets_table(now, note)}\n\n{detail_tables(results)}")
+    commit = where["commit"][:12] + (" + local changes" if "local changes" in where["commit"] else "")
+    replace_block(README, SUMMARY_BEGIN, SUMMARY_END,
+                  f"{summary_table(now)}\n\n`make bench` on {where['date'].split()[0]}{', quick' if quick else ''}, "
+                  f"commit `{commit}`, {where['machine'].split(',')[0]}.")
 
 
 def main() -> int:
@@ -293,8 +355,21 @@ def main() -> int:
     parser.add_argument("--suite-minutes", type=float, default=None,
                         help="pytest minutes of the last fresh-clone `make test` (not measured here)")
     parser.add_argument("--json", type=Path, default=None, help="also write every figure as JSON here")
-    parser.add_argument("--write-readme", action="store_true", help="replace the README's table with this run's")
+    parser.add_argument("--write-docs", action="store_true",
+                        help="write this run's tables into docs/performance.md and its summary into the README")
+    parser.add_argument("--from-json", type=Path, default=None,
+                        help="measure nothing: the figures of an earlier run's --json file")
     args = parser.parse_args()
+    if args.from_json:
+        saved = json.loads(args.from_json.read_text())
+        now, results = saved["figures"], saved["results"]
+        if args.suite_minutes is not None:
+            now["suite"] = args.suite_minutes
+        print(targets_table(now, "the saved run") + "\n\n" + detail_tables(results))
+        if args.write_docs:
+            write_docs(now, results, saved.get("measured") or measured_where(), saved.get("quick", False))
+            print("docs/performance.md and the README's summary: the saved run's")
+        return 0
     sizes = QUICK_SIZES if args.quick else SIZES
     if args.quick:
         args.naive_seconds, args.reaudit_snapshots = 5.0, 5
@@ -317,11 +392,13 @@ def main() -> int:
     note = f"this run, {'quick, ' if args.quick else ''}load average {load()} at its end"
     text = targets_table(now, note) + "\n\n" + detail_tables(results)
     print(f"\n{text}\n\nwhole benchmark: {time.monotonic() - started:.0f} s; work folder {work}")
+    where = measured_where()
     if args.json:
-        args.json.write_text(json.dumps({"figures": now, "results": results}, indent=2, default=str))
-    if args.write_readme:
-        write_readme(text)
-        print("README.md: the performance table is this run's")
+        args.json.write_text(json.dumps({"figures": now, "results": results, "measured": where, "quick": args.quick},
+                                        indent=2, default=str))
+    if args.write_docs:
+        write_docs(now, results, where, args.quick)
+        print("docs/performance.md and the README's summary: this run's")
     return 0
 
 

@@ -342,17 +342,45 @@ def test_settings_examples_are_valid() -> None:
 # --- links --------------------------------------------------------------------------------------------------
 
 
+FENCED = re.compile(r"^```.*?^```", flags=re.MULTILINE | re.DOTALL)
+DOCUMENTS = ["README.md", *(f"docs/{p.name}" for p in sorted(DOCS.glob("*.md")))]
+
+
 def anchors(text: str) -> set[str]:
-    """GitHub's heading anchors: lower case, punctuation dropped, spaces as hyphens."""
-    headings = re.findall(r"^#{1,6} (.+)$", text, flags=re.MULTILINE)
-    return {re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-") for heading in headings}
+    """GitHub's heading anchors: the heading's text (a link's label, code without its backticks) lower case,
+    punctuation dropped, spaces as hyphens; a repeated anchor gets ``-1``, ``-2``, …. Lines of fenced code are not
+    headings."""
+    found: set[str] = set()
+    for heading in re.findall(r"^#{1,6} (.+?)#*$", FENCED.sub("", text), flags=re.MULTILINE):
+        label = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip())
+        slug = re.sub(r"[^\w\- ]", "", label.lower()).replace(" ", "-")
+        anchor, count = slug, 0
+        while anchor in found:
+            count += 1
+            anchor = f"{slug}-{count}"
+        found.add(anchor)
+    return found
 
 
-@pytest.mark.parametrize("document", ["README.md", *(f"docs/{p.name}" for p in sorted(DOCS.glob("*.md")))])
+def test_anchors_are_githubs():
+    text = "# A `run`: (B) → C\n## A `run`: (B) → C\n```\n# not a heading\n```\n### [Link](x.md) too ##\n"
+    assert anchors(text) == {"a-run-b--c", "a-run-b--c-1", "link-too"}
+
+
+def links(document: str) -> list[str]:
+    """The link targets of a page, outside fenced and inline code."""
+    text = FENCED.sub("", (REPO / document).read_text(encoding="utf-8"))
+    return re.findall(r"\]\(([^)\s]+)\)", re.sub(r"`[^`\n]*`", "", text))
+
+
+@pytest.mark.parametrize("document", DOCUMENTS)
 def test_relative_links_resolve(document: str) -> None:
+    """Every relative link of the README and docs/ names a file of the repository, and its #anchor a heading there
+    (a bare #anchor: one of the page itself)."""
     source = REPO / document
-    text = re.sub(r"```.*?```", "", source.read_text(encoding="utf-8"), flags=re.DOTALL)
-    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+    targets = links(document)
+    assert targets or document == "docs/znode-layout.md", f"{document} links nowhere"
+    for target in targets:
         if "://" in target or target.startswith("mailto:"):
             continue
         path, _, anchor = target.partition("#")
@@ -361,3 +389,23 @@ def test_relative_links_resolve(document: str) -> None:
         assert resolved.exists(), f"{document}: broken link {target}"
         if anchor and resolved.suffix == ".md":
             assert anchor in anchors(resolved.read_text(encoding="utf-8")), f"{document}: no anchor {target}"
+
+
+def test_every_page_is_in_the_docs_index_and_linked_from_the_readme() -> None:
+    index = set(links("docs/README.md"))
+    readme = {target.partition("#")[0] for target in links("README.md")}
+    for name in sorted(p.name for p in DOCS.glob("*.md") if p.name != "README.md"):
+        assert name in index, f"docs/README.md does not list {name}"
+        assert f"docs/{name}" in readme, f"the README does not link docs/{name}"
+
+
+def test_the_readme_is_a_door() -> None:
+    """Under 350 lines, no table cell a page long, and a performance summary of at most 15 rows (the full tables are
+    in docs/performance.md, written by ``make bench``)."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) < 350
+    cells = [cell for line in text.splitlines() if line.startswith("|") for cell in line.split("|")]
+    assert max(map(len, cells)) < 400
+    summary = text.split("<!-- bench_summary:begin -->", 1)[1].split("<!-- bench_summary:end -->", 1)[0]
+    assert 0 < len([line for line in summary.splitlines() if line.startswith("| ")]) - 1 <= 15
+    assert "<!-- bench_all:begin -->" in (DOCS / "performance.md").read_text(encoding="utf-8")
