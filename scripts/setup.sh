@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up everything kafka-zk-audit needs, from a fresh machine: system packages, then .venv/ in the
-# repo with the pinned set from constraints.txt, full pyspark installed last (see README, "Set-up").
+# repo with the pinned set from constraints.txt, full pyspark installed last (see the README, "Installing into your Airflow").
 # Re-running is cheap: the venv is rebuilt only when setup.cfg or constraints.txt change.
 # Last, the Data Docs assets (jQuery, Bootstrap, Vega... pinned in docs_assets.lock.json) come from the npm
 # registry (scripts/fetch_docs_assets.py) so the docs work offline; fetched again only when missing, partial or
