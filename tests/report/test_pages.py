@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from kafka_zk_audit.contract.warehouse import Warehouse
-from kafka_zk_audit.gate.docs_assets import localize
+from kafka_zk_audit.gate.docs_assets import CDN_ASSETS, VENDOR_DIR, localize
 from kafka_zk_audit.history.job import publish_in_data_docs, timeline_page
 from kafka_zk_audit.report.alerts_page import link_alerts_in_data_docs, write_alerts_page
-from kafka_zk_audit.report.page_style import PageLinks, links_for
+from kafka_zk_audit.report.page_style import SCRIPTS, STYLESHEETS, PageLinks, links_for
 from kafka_zk_audit.report.publish import publish_readiness
 from kafka_zk_audit_testing.browser import PageCheck, check_page, text_of
 from tests.gate.test_docs_assets import gx_site, real_assets  # noqa: F401 (fixtures)
@@ -151,6 +151,26 @@ def pages(gx_site: Path, real_assets: Path, tmp_path_factory: pytest.TempPathFac
     found["Data Docs index"] = wh.data_docs_index
     found["Data Docs validation"] = str(next((root / "data_docs" / "validations").rglob("*.html")))
     return found
+
+
+@pytest.mark.parametrize("root", ["wh", "memory://pages/wh"], ids=["local", "memory"])
+def test_links_are_relative_to_where_each_page_is(tmp_path: Path, root: str) -> None:
+    assert set(STYLESHEETS + SCRIPTS) <= set(CDN_ASSETS.values())  # what the gate vendors into the site
+    wh = Warehouse(str(tmp_path / root) if "://" not in root else f"{root}-{tmp_path.name}")
+    readiness, alerts = f"{wh.root}/readiness/index.html", f"{wh.data_docs_dir}/alerts/index.html"
+    timeline = f"{wh.history_dir(HISTORY_ID)}/timeline.html"
+    assert links_for(wh, readiness) == PageLinks()  # no site yet: a plain page, no navbar link
+    wh.write_text(wh.data_docs_index, "<html><body></body></html>")
+    for asset in STYLESHEETS + SCRIPTS[:1]:
+        wh.write_text(f"{wh.data_docs_dir}/{VENDOR_DIR}/{asset.rel}", "/* */")
+    assert links_for(wh, alerts) == PageLinks(None, (("Data Docs", "../index.html"),))  # one asset missing
+    wh.write_text(f"{wh.data_docs_dir}/{VENDOR_DIR}/{SCRIPTS[1].rel}", "/* */")
+    wh.write_text(wh.history_page(), "<html></html>")
+    assert links_for(wh, alerts) == PageLinks("../static/vendor/", (("Data Docs", "../index.html"),
+                                                                     ("Histories", "../history/index.html")))
+    assert links_for(wh, readiness).vendor == "../data_docs/static/vendor/"
+    assert links_for(wh, timeline) == PageLinks("../../data_docs/static/vendor/", (
+        ("Data Docs", "../../data_docs/index.html"), ("Histories", "../../data_docs/history/index.html")))
 
 
 def assert_loads_and_fits(name: str, check: PageCheck) -> dict[str, Any]:

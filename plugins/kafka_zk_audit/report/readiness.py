@@ -268,11 +268,12 @@ def write_pages(warehouse: Warehouse, reports: Iterable[Mapping[str, Any]], unde
     reports = list(reports)
     base = f"{under or warehouse.root}/{READINESS_DIR}"
     written = [f"{base}/{FLEET_PAGE}.html"]
-    warehouse.write_text(written[0], render_html(reports, links_for(warehouse, written[0])))
+    links = links_for(warehouse, written[0])  # the same for every page of the folder
+    warehouse.write_text(written[0], render_html(reports, links))
     taken: set[str] = set()
     for report in reports:
         url = f"{base}/{page_name(cluster_name(report), taken)}.html"
-        warehouse.write_text(url, render_html([report], links_for(warehouse, url)))
+        warehouse.write_text(url, render_html([report], links))
         written.append(url)
     return written
 
