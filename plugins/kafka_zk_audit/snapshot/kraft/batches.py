@@ -177,7 +177,7 @@ def iter_batches(data: bytes, file: str, *, start: int = 0, stop_offset: int | N
                  decode: bool = True) -> Iterator[Batch]:
     """The batches of a segment or checkpoint held in ``data``, in file order, each checked (magic, CRC, framing).
 
-    Stops before the first batch whose baseOffset is above ``stop_offset`` (so a broken tail past it is never read).
+    Stops after the batch holding ``stop_offset`` (so a broken tail past it is never read).
     With ``decode=False`` the records are left out (``records`` is empty), which is enough to count and to find
     offsets and timestamps; the CRC and framing are still checked.
     """
@@ -188,8 +188,11 @@ def iter_batches(data: bytes, file: str, *, start: int = 0, stop_offset: int | N
             base = peek_base_offset(data, position)
             if base is not None and base > stop_offset:
                 return
-        yield read_batch(data, position, file, decode=decode)
-        position += LOG_OVERHEAD + struct.unpack_from(">i", data, position + 8)[0]
+        batch = read_batch(data, position, file, decode=decode)
+        yield batch
+        if stop_offset is not None and batch.base_offset + batch.last_offset_delta >= stop_offset:
+            return
+        position += LOG_OVERHEAD + batch.length
 
 
 def read_batch(data: bytes, position: int, file: str, *, decode: bool = True) -> Batch:
