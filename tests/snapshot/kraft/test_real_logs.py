@@ -110,3 +110,22 @@ def test_the_records_hold_what_source_md_says():
     levels = {r.fields["Name"]: r.fields["FeatureLevel"] for e in EXPECTED if e.path.endswith("bootstrap.checkpoint")
               and e.path.startswith("IndusWargods") for r in read_log(e.file) if r.name == "FeatureLevelRecord"}
     assert levels["metadata.version"] == 29 and {"share.version", "streams.version"} <= set(levels)
+
+
+# each SOURCE.md's "Text files": the directory.id in meta.properties, which Kafka prints with Uuid.toString()
+DIRECTORY_IDS = {
+    "Balaji-MohanAG__Kirana-store/kafka/data": "OiosDok6tmN__4GVEcpQ1w",
+    "HastarTara__NE_streaming_project/data": "HThRFm0vwikoA1KdMUgzaw",
+    "IndusWargods__local-test-rig/kafka-data": "Teb3PFb009qvAZgMDEFH4g",
+    "dkoh12__Systems/kafka/data": "Ba9Unil2UlGyFgj6AQ2ihw",
+    "galgrayzer__kafka-docker-compose/kafka_data/data": "pwdcADYp-d0y2r9vfKSVVQ",
+}
+
+
+@pytest.mark.parametrize("folder, directory_id", DIRECTORY_IDS.items(), ids=list(DIRECTORY_IDS))
+def test_uuids_read_as_kafka_prints_them(folder: str, directory_id: str):
+    """The broker registers its log dir's uuid (RegisterBrokerRecord v3 LogDirs): the same text as meta.properties."""
+    log_dirs = [record.fields["LogDirs"] for path in (REAL_KRAFT / folder).rglob("*.*")
+                if path.suffix in (".log", ".checkpoint") for record in read_log(path)
+                if isinstance(record, MetadataRecord) and record.name == "RegisterBrokerRecord"]
+    assert log_dirs and all(dirs == [directory_id] for dirs in log_dirs)
