@@ -228,3 +228,19 @@ def test_kind_detection_on_the_real_dirs():
             assert detect_kind(partition) == "kraft" and detect_kind(partition.parent) == "kraft"
     for version_2 in (SHARED / "real-data" / "zk").rglob("version-2"):
         assert detect_kind(version_2) == "zookeeper" and detect_kind(version_2.parent) == "zookeeper"
+
+
+@needs_real_kraft
+def test_the_log_before_the_checkpoint_is_skipped_unread(tmp_path: Path):
+    """A corrupt batch below the newest checkpoint's end offset does not matter for the latest state (Kafka does
+    not read it either), but does for a target below it."""
+    copy = _copy(INDUS, tmp_path)
+    log = copy / "__cluster_metadata-0" / "00000000000000000000.log"
+    data = bytearray(log.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # about offset 25000
+    log.write_bytes(bytes(data))
+    plan = plan_replay(copy)
+    assert offsets(plan) == list(range(46533, 51264))
+    assert plan.manifest()["files"][-1]["records"] == 51264 - 46533
+    with pytest.raises(KraftLogError, match="CRC-32C mismatch"):
+        offsets(plan_replay(copy, at_offset=30000))

@@ -195,6 +195,24 @@ def iter_batches(data: bytes, file: str, *, start: int = 0, stop_offset: int | N
         position += LOG_OVERHEAD + batch.length
 
 
+_SKIP = struct.Struct(">qi")
+_LAST_DELTA = struct.Struct(">i")
+
+
+def seek_offset(data: bytes, offset: int, file: str, start: int = 0) -> int:
+    """The position of the first batch holding ``offset`` or a later one (``len(data)`` if none), found by reading
+    only the batch lengths and offset deltas: the batches skipped are not checked (their CRCs are not read)."""
+    position, size = start, len(data)
+    while position + HEADER.size <= size:
+        base_offset, length = _SKIP.unpack_from(data, position)
+        if length < HEADER.size - LOG_OVERHEAD:
+            return position  # corrupt: read_batch reports it
+        if base_offset + _LAST_DELTA.unpack_from(data, position + 23)[0] >= offset:
+            return position
+        position += LOG_OVERHEAD + length
+    return position  # the end, or a tail too short for a header: read_batch reports it
+
+
 def read_batch(data: bytes, position: int, file: str, *, decode: bool = True) -> Batch:
     """The batch at ``position``; raises KraftLogError when it is truncated or corrupt."""
     left = len(data) - position

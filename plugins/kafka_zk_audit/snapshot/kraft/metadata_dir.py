@@ -130,7 +130,9 @@ class FileRead:
     def count(self, batch: Batch) -> None:
         self.batches += 1
         self.records += len(batch.records)
-        self.undecodable += sum(1 for record in batch.records if isinstance(record, Undecodable))
+        for record in batch.records:
+            if record.__class__ is Undecodable:
+                self.undecodable += 1
         if self.first_offset is None:
             self.first_offset = batch.base_offset
         self.last_offset = batch.last_offset
@@ -168,8 +170,9 @@ class ReplayPlan:
         for segment in self.segments:
             stats = self._stats(segment.path, "log")
             first_in_segment = True
-            for batch in segment.batches(stop_offset=target):
-                if first_in_segment and batch.base_offset != segment.base_offset:
+            skip_to = start if segment.base_offset < start else None
+            for batch in segment.batches(from_offset=skip_to, stop_offset=target):
+                if first_in_segment and skip_to is None and batch.base_offset != segment.base_offset:
                     raise MetadataDirError(f"{segment.path}: its first batch is at offset {batch.base_offset}, its "
                                            f"name says {segment.base_offset}; the segment is not Kafka's")
                 if expected is not None and batch.base_offset != expected:
@@ -308,10 +311,13 @@ def _check_log_reaches(segments: tuple[LogFile, ...], target: int, directory: Me
     if not segments:
         raise MetadataDirError(f"{directory.partition}: no log segment holds offset {target}")
     last = None
-    for batch in segments[-1].batches(stop_offset=target, decode=False):
+    for batch in segments[-1].batches(from_offset=target, stop_offset=target, decode=False):
         last = batch.last_offset
         if last >= target:
             return
+    if last is None:  # every batch ends before the target: the log's last offset, for the message
+        for batch in segments[-1].batches(decode=False):
+            last = batch.last_offset
     raise MetadataDirError(f"{directory.partition}: the target offset {target} is beyond the files: the log ends at "
                            f"offset {last}; copy the directory again, or audit an offset up to {last}")
 

@@ -23,6 +23,7 @@ from kafka_zk_audit.snapshot.kraft.batches import (
     Undecodable,
     build_batch,
     iter_batches,
+    seek_offset,
 )
 from kafka_zk_audit.snapshot.kraft.records import CONTROL_TYPE_IDS
 
@@ -56,9 +57,13 @@ class LogFile:
             raise ValueError(f"{path.name} is not a log segment name (20 digits + .log)")
         return cls(path, int(match.group(1)))
 
-    def batches(self, *, stop_offset: int | None = None, decode: bool = True) -> Iterator[Batch]:
-        """Its batches in order, up to the last one starting at or below ``stop_offset``; raises KraftLogError."""
-        yield from iter_batches(read_bytes(self.path), str(self.path), stop_offset=stop_offset, decode=decode)
+    def batches(self, *, from_offset: int | None = None, stop_offset: int | None = None,
+                decode: bool = True) -> Iterator[Batch]:
+        """Its batches in order, from the one holding ``from_offset`` (the ones before are skipped unread) to the one
+        holding ``stop_offset``; raises KraftLogError."""
+        data = read_bytes(self.path)
+        start = seek_offset(data, from_offset, str(self.path)) if from_offset is not None else 0
+        yield from iter_batches(data, str(self.path), start=start, stop_offset=stop_offset, decode=decode)
 
     def records(self, *, stop_offset: int | None = None) -> Iterator[Record]:
         for batch in self.batches(stop_offset=stop_offset):
