@@ -197,8 +197,13 @@ def test_a_generated_dir_replays_from_its_checkpoint(tmp_path: Path):
                   [build_batch([noop] * 5, offset, 1, 1000 + offset) for offset in range(1, 100, 5)])
     write_checkpoint(partition, [topic], 50, 1, timestamp=5000, last_contained_timestamp=1049)
     (tmp_path / "meta.properties").write_text("#comment\nnode.id=7\ncluster.id=abc\n")
+    for ignored in ("00000000000000000090-0000000001.checkpoint.part", "00000000000000000080-0000000001.checkpoint"
+                    ".deleted", "00000000000000000100.snapshot", "00000000000000000000.index",
+                    "leader-epoch-checkpoint"):
+        (partition / ignored).write_bytes(b"\xff" * 30)
     directory = open_metadata_dir(partition)
     assert directory.root == tmp_path and directory.meta_properties == {"node.id": "7", "cluster.id": "abc"}
+    assert [c.end_offset for c in directory.checkpoints] == [50] and len(directory.skipped) == 5
     plan = plan_replay(tmp_path)
     snapshot = list(plan.snapshot_records())
     assert [r.name for r in snapshot] == ["SnapshotHeaderRecord", "TopicRecord", "SnapshotFooterRecord"]
