@@ -117,12 +117,22 @@ def _what(exc: Exception) -> str:
     return str(exc)
 
 
+# versions whose number a pre-release build used for another layout (SOURCES.md, "Caveats for a decoder")
+PRE_RELEASE_LAYOUTS = {
+    (3, 1): "trunk builds of Oct/Nov 2023 wrote a pre-release PartitionRecord v1, with ELR in tags 1-2 and no "
+            "Directories, that no released Kafka writes",
+}
+
+
 def _reason(api_key: int, version: int, exc: Exception) -> str:
-    return f"{record_name(api_key)} v{version}: {_what(exc)}"
+    note = PRE_RELEASE_LAYOUTS.get((api_key, version))
+    return f"{record_name(api_key)} v{version}: {_what(exc)}" + (f"; {note}" if note else "")
 
 
 def _leftover(api_key: int, version: int, value: bytes, end: int) -> str:
+    note = PRE_RELEASE_LAYOUTS.get((api_key, version))
+    suffix = f"; {note}" if note else ""
     if end > len(value):
-        return f"{record_name(api_key)} v{version}: the body runs {end - len(value)} byte(s) past the value"
+        return f"{record_name(api_key)} v{version}: the body runs {end - len(value)} byte(s) past the value{suffix}"
     return (f"{record_name(api_key)} v{version}: {len(value) - end} byte(s) left over after the body "
-            "(Kafka: \"Found N byte(s) of garbage\")")
+            f"(Kafka: \"Found N byte(s) of garbage\"){suffix}")
