@@ -222,3 +222,34 @@ def test_a_corrupt_compressed_stream_is_refused():
     batch[70:80] = b"\xff" * 10
     with pytest.raises(KraftLogError, match="compressed records cannot be read"):
         list(iter_batches(_with_crc(batch), "x.log"))
+
+
+def test_the_kraft_version_and_voters_control_records_round_trip(tmp_path):
+    """No real log has them (no dynamic quorum in the data): written and read back through a checkpoint."""
+    from kafka_zk_audit.snapshot.kraft.segments import Checkpoint, write_checkpoint
+
+    voters = {"Version": 0, "Voters": [{"VoterId": 1, "VoterDirectoryId": TOPIC,
+                                        "Endpoints": [{"Name": "CONTROLLER", "Host": "c1", "Port": 9093}],
+                                        "KRaftVersionFeature": {"MinSupportedVersion": 0, "MaxSupportedVersion": 1}}]}
+    path = write_checkpoint(tmp_path, [(12, 0, {"Name": "kraft.version", "FeatureLevel": 1})], 10, 3, timestamp=9,
+                            control_records=[(5, 0, {"Version": 0, "KRaftVersion": 1}), (6, 0, voters)])
+    checkpoint = Checkpoint.at(path)
+    assert checkpoint.validate().fields == {"Version": 0, "LastContainedLogTimestamp": 9}
+    records = list(checkpoint.records())
+    assert [(r.control, r.api_key, r.name) for r in records] == [
+        (True, 3, "SnapshotHeaderRecord"), (True, 5, "KRaftVersionRecord"), (True, 6, "VotersRecord"),
+        (False, 12, "FeatureLevelRecord"), (True, 4, "SnapshotFooterRecord")]
+    assert records[2].fields == voters and [r.offset for r in records] == [0, 1, 2, 3, 4]
+    assert {batch.epoch for batch in checkpoint.batches()} == {3}
+
+
+def test_an_unknown_control_record_type_is_undecodable_and_written_back():
+    batch = bytearray(build_batch([(2, 0, {"Version": 0, "LeaderId": 1, "Voters": [], "GrantingVoters": []})],
+                                  0, 1, 5, control=True))
+    key_at = batch.index(b"\x08\x00\x00\x00\x02")  # key length 4 (zigzag 8), then version 0, type 2
+    batch[key_at + 4] = 9
+    data = _with_crc(batch)
+    record = records_of(data)[0]
+    assert isinstance(record, Undecodable) and record.control and record.api_key == 9
+    assert "control record type 9 is unknown" in record.reason
+    assert encode_batch(read_batch(data, 0, "<test>")) == data

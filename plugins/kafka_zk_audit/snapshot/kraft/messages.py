@@ -2,7 +2,7 @@
 
 A data record's value is ``frameVersion 1, apiKey, version`` (unsigned varints) + the body; a control record's
 value is the bare body at version 0 (``ControlRecordUtils``). Every (apiKey, version) of ``records`` is compiled once,
-at import (a few milliseconds).
+at import (some 40 ms).
 """
 
 from __future__ import annotations
