@@ -199,7 +199,7 @@ _SKIP = struct.Struct(">qi")
 _LAST_DELTA = struct.Struct(">i")
 
 
-def seek_offset(data: bytes, offset: int, file: str, start: int = 0) -> int:
+def seek_offset(data: bytes, offset: int, start: int = 0) -> int:
     """The position of the first batch holding ``offset`` or a later one (``len(data)`` if none), found by reading
     only the batch lengths and offset deltas: the batches skipped are not checked (their CRCs are not read)."""
     position, size = start, len(data)

@@ -62,7 +62,7 @@ class LogFile:
         """Its batches in order, from the one holding ``from_offset`` (the ones before are skipped unread) to the one
         holding ``stop_offset``; raises KraftLogError."""
         data = read_bytes(self.path)
-        start = seek_offset(data, from_offset, str(self.path)) if from_offset is not None else 0
+        start = seek_offset(data, from_offset) if from_offset is not None else 0
         yield from iter_batches(data, str(self.path), start=start, stop_offset=stop_offset, decode=decode)
 
     def records(self, *, stop_offset: int | None = None) -> Iterator[Record]:
