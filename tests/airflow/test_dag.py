@@ -201,10 +201,15 @@ def test_from_files_at_zxid_and_at_time_apply_to_the_clusters_that_read_files():
     from kafka_zk_audit.snapshot.files.sources import FilesSourceError
     from kafka_zk_audit.snapshot.targets import plan_files
 
-    default = [{"cluster": "default", "zk_conn_id": None, "files": None}]
+    default = [{"cluster": "default", "zk_conn_id": None, "files": None, "kraft": None}]
     planned = plan_files(default, {"from_files": "/var/lib/zookeeper", "at_zxid": "0x1f", "at_time": None})
     assert planned == [{"cluster": "default", "zk_conn_id": None, "at_zxid": "0x1f", "at_time": None,
+                        "at_offset": None, "kraft": None,
                         "files": {"data_dir": "/var/lib/zookeeper", "log_dir": None, "sftp_conn_id": None}}]
+    from_kraft = plan_files(default, {"from_kraft": "/var/lib/kafka/metadata", "at_offset": "42"})
+    assert from_kraft == [{"cluster": "default", "zk_conn_id": None, "files": None, "at_zxid": None,
+                           "at_offset": "42", "at_time": None,
+                           "kraft": {"metadata_dir": "/var/lib/kafka/metadata", "sftp_conn_id": None}}]
     fleet = [{"cluster": "eu", "zk_conn_id": "zk_eu", "files": None},
              {"cluster": "dr", "zk_conn_id": None, "files": {"data_dir": "s3://b/zk", "log_dir": None,
                                                              "sftp_conn_id": None}}]
@@ -214,12 +219,18 @@ def test_from_files_at_zxid_and_at_time_apply_to_the_clusters_that_read_files():
     for targets, params, message in [
         (fleet, {"from_files": "/zk"}, "the settings list 2 clusters"),
         (fleet, {"at_time": "later"}, "ISO 8601"),
-        (two_from_files, {"at_zxid": 5}, "several clusters read files"),
+        (two_from_files, {"at_zxid": 5}, "for several clusters"),
     ]:
         with pytest.raises(FilesSourceError, match=message):
             plan_files(targets, params)
-    with pytest.raises(FilesSourceError, match="give from_files, or clusters with a files: setting"):
+    with pytest.raises(FilesSourceError, match="give from_files or from_kraft, or clusters with a files: or kraft:"):
         plan_files(default, {"at_zxid": 7})
+    for params, message in [({"at_offset": "5"}, "at_offset is an offset of one KRaft metadata log"),
+                            ({"from_kraft": "/k", "at_zxid": "5"}, "at_zxid is a zxid of one ensemble's files"),
+                            ({"from_kraft": "/k", "from_files": "/z"}, "give one of them"),
+                            ({"from_kraft": "/k", "at_offset": "-1"}, "at_offset")]:
+        with pytest.raises(FilesSourceError, match=message):
+            plan_files(default, params)
 
 
 PARSE = r"""

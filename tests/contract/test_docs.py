@@ -85,7 +85,7 @@ def type_name(dtype: DataType) -> str:
 
 def typed_columns(text: str) -> list[tuple[str, str]]:
     """``[(name, type)]`` from text such as "`broker_id` int, `endpoints` array<endpoint>, …"."""
-    return re.findall(r"`(\w+)` ((?:array|map)<[\w,]+>|int|long|string|boolean|binary)(?![\w<])", text)
+    return re.findall(r"`(\w+)` ((?:array|map)<(?:[\w,]|<[\w,]+>)+>|int|long|string|boolean|binary)(?![\w<])", text)
 
 
 def schema_columns(schema: StructType) -> list[tuple[str, str]]:

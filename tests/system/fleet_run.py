@@ -52,7 +52,7 @@ from kafka_zk_audit.cli.runner import airflow_env, ensure_metadata_db, run_dag_o
 from kafka_zk_audit.contract.catalogue import BY_ID, CHECK_IDS
 from kafka_zk_audit_testing.receivers import CollectingHandler, WebhookReceiver, smtp_receiver, webhook_receiver
 from kafka_zk_audit_testing.simulator import ClusterSpec, Planted, Simulator
-from kafka_zk_audit_testing.simulator.plants import MIGRATION_HEALTH_CHECKS
+from kafka_zk_audit_testing.simulator.plants import KRAFT_CHECKS, MIGRATION_HEALTH_CHECKS
 from kafka_zk_audit_testing.simulator.readiness_plants import inherent_readiness, plant_readiness
 from kafka_zk_audit_testing.spark_cluster import standalone_cluster
 from kafka_zk_audit_testing.zk_server import free_port
@@ -73,6 +73,7 @@ PLANTED_TOGETHER = tuple(
     c for c in CHECK_IDS
     if not BY_ID[c].history and c not in {"controller_missing", "controller_not_alive"}
     and c not in MIGRATION_HEALTH_CHECKS  # they need a migration in flight: tests/audit/checks/test_migration.py
+    and c not in KRAFT_CHECKS  # they need a KRaft metadata log: the fleet's KRaft clusters
 )
 HISTORY_PLANTS = ("leader_epoch_regressed", "controller_epoch_regressed", "offset_regressed", "controller_not_alive")
 READINESS_PLANTS = ("kraft_pending_topic_deletion", "kraft_acls_present", "kraft_delegation_tokens",

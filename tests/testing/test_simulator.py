@@ -23,14 +23,15 @@ from kafka_zk_audit_testing.range_assignment import range_assign
 from kafka_zk_audit_testing.simulator import ERAS, ClusterSpec, Planted, Simulator
 from kafka_zk_audit_testing.simulator.cli import auth_from_env
 from kafka_zk_audit_testing.simulator.cli import main as cli_main
-from kafka_zk_audit_testing.simulator.plants import MIGRATION_HEALTH_CHECKS
+from kafka_zk_audit_testing.simulator.plants import KRAFT_CHECKS, MIGRATION_HEALTH_CHECKS
 
 pytestmark = pytest.mark.zk
 
 SMALL = dict(brokers=3, racks=2, topics=2, partitions=3, replication_factor=2, groups=1, consumers_per_group=2,
              threads_per_consumer=1)
 CONTROLLER_PLANTS = ("controller_missing", "controller_not_alive", "controller_session_mismatch")
-PLANTABLE = tuple(c for c in CHECK_IDS if c not in MIGRATION_HEALTH_CHECKS)  # the others need a migration phase
+# the others need a migration phase, or a KRaft metadata log
+PLANTABLE = tuple(c for c in CHECK_IDS if c not in MIGRATION_HEALTH_CHECKS | KRAFT_CHECKS)
 HISTORY_PLANTS = tuple(c for c in PLANTABLE if BY_ID[c].history)
 
 

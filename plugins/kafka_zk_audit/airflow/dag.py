@@ -106,7 +106,13 @@ def _params(settings_path: str | None) -> dict[str, Param]:
         "at_zxid": Param(None, type=["null", "integer", "string"], pattern="^((0[xX])?[0-9a-fA-F]+)?$",
                          description="rebuild the files' tree at this zxid (decimal or 0x hex); empty: newest"),
         "at_time": Param(None, type=["null", "string"],
-                         description="rebuild the files' tree as it was at this ISO 8601 time; empty: newest"),
+                         description="rebuild the files' tree (or the KRaft image) as it was at this ISO 8601 "
+                                     "time; empty: newest"),
+        "from_kraft": Param("", type=["null", "string"],
+                            description="audit a KRaft cluster from a controller's metadata.log.dir, a path or "
+                                        "fsspec URL (one cluster only); empty: the settings decide"),
+        "at_offset": Param(None, type=["null", "integer", "string"], pattern="^[0-9]*$",
+                           description="replay the KRaft metadata log up to this offset; empty: newest"),
     }
 
 
@@ -262,7 +268,8 @@ def watched_clusters(cfg: AuditConfig) -> list[dict[str, Any]]:
     """The clusters the event-driven DAG watches: every one read from its ensemble (a ``zk_conn_id``, no files)."""
     from kafka_zk_audit.snapshot.targets import cluster_targets
 
-    return [t for t in cluster_targets(cfg, "zookeeper_default") if t["zk_conn_id"] and not t["files"]]
+    return [t for t in cluster_targets(cfg, "zookeeper_default")
+            if t["zk_conn_id"] and not t["files"] and not t["kraft"]]
 
 
 def watched_asset(cluster: str, zk_conn_id: str, cfg: AuditConfig) -> Asset:

@@ -47,7 +47,11 @@ class BatchSnapshot:
 
 
 def started_ms(manifest: Mapping[str, Any]) -> int:
-    """A snapshot's start (its manifest's ``started_at``) in epoch ms."""
+    """A snapshot's "now" in epoch ms: its start (its manifest's ``started_at``), or, for a KRaft metadata log, the
+    batch time of the last record replayed (the log's own clock: every age is the state's age at that moment)."""
+    kraft = manifest.get("kraft") if manifest.get("source") == "kraft" else None
+    if kraft and kraft.get("time_ms") is not None:
+        return int(kraft["time_ms"])
     return int(datetime.fromisoformat(str(manifest["started_at"])).timestamp() * 1000)
 
 

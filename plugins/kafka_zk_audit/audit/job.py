@@ -300,10 +300,11 @@ def audit_figures(snapshot: BatchSnapshot, stats: Mapping[str, int], counts: Map
 
 def _readiness(spark: SparkSession, warehouse: Warehouse, batch: Batch, tables: Mapping[str, DataFrame],
                snapshot: DataFrame, target_version: str | None) -> dict[str, dict[str, Any]]:
-    """The readiness reports of the snapshots whose settings ask for one (``migration.readiness``); the others,
-    and all when it cannot be computed, get an empty ``audit_migration`` table (no gate on readiness)."""
+    """The readiness reports of the snapshots whose settings ask for one (``migration.readiness``) and that read
+    ZooKeeper (a KRaft cluster has no migration ahead); the others, and all when it cannot be computed, get an
+    empty ``audit_migration`` table (no gate on readiness)."""
     wanted = {s.snapshot_id: SnapshotReadiness(s.manifest, s.config, target_version)
-              for s in batch.snapshots if s.config.migration.readiness}
+              for s in batch.snapshots if s.config.migration.readiness and s.manifest.get("source") != "kraft"}
     skipped = [sid for sid in batch.ids if sid not in wanted]
     reports: dict[str, dict[str, Any]] = {}
     if wanted:

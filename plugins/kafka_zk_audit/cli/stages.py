@@ -153,6 +153,10 @@ def take_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | None, int]
     saying what went wrong."""
     import logging
 
+    if getattr(args, "from_kraft", None):
+        return take_kraft_snapshot(args)
+    if getattr(args, "at_offset", None):
+        return None, fail(EXIT_USAGE, "--at-offset goes with --from-kraft DIR")
     if getattr(args, "from_files", None):
         return take_offline_snapshot(args)
     if getattr(args, "at_zxid", None) or getattr(args, "at_time", None) or getattr(args, "log_dir", None):
@@ -224,6 +228,10 @@ def take_offline_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | No
         if folder is not None and not Path(folder).is_dir():
             return None, fail(EXIT_USAGE, f"{label} {folder}: no such directory; pass ZooKeeper's dataDir "
                                            "(the folder holding version-2/ or snapshot.* files)")
+    from kafka_zk_audit.snapshot.kraft.kind import KRAFT, detect_kind, hint
+
+    if detect_kind(source) == KRAFT:
+        return None, fail(EXIT_USAGE, f"--from-files {source}: {hint(KRAFT)}")
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
     warehouse = Warehouse(args.warehouse or default_warehouse())
     options = SnapshotOptions.from_settings(cfg.snapshot)
@@ -237,6 +245,53 @@ def take_offline_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | No
         return None, fail(EXIT_USAGE, f"the files cannot give a trustworthy tree: {exc}")
     except Exception as exc:
         return None, fail(EXIT_INCOMPLETE, f"the snapshot could not complete: {type(exc).__name__}: {exc}")
+    return manifest, EXIT_DONE
+
+
+def take_kraft_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | None, int]:
+    """Replay a KRaft metadata log (``--from-kraft``) into the warehouse: (manifest, 0), or (None, exit code) after
+    saying what went wrong (2: the files or arguments cannot give an image, nothing written)."""
+    import logging
+
+    from kafka_zk_audit.contract.snapshot_options import SnapshotOptions
+    from kafka_zk_audit.snapshot.files.sources import FilesSourceError, parse_at_time
+    from kafka_zk_audit.snapshot.kraft.batches import KraftError
+    from kafka_zk_audit.snapshot.kraft.kind import ZOOKEEPER, detect_kind, hint
+    from kafka_zk_audit.snapshot.kraft.sources import kraft_files
+    from kafka_zk_audit.snapshot.kraft.take import write_new_kraft_snapshot
+    from kafka_zk_audit.snapshot.targets import parse_at_offset
+
+    if getattr(args, "at_zxid", None) or getattr(args, "log_dir", None):
+        return None, fail(EXIT_USAGE, "--at-zxid and --log-dir go with --from-files; a KRaft log takes --at-offset "
+                                       "or --at-time")
+    cfg, _, problem = _settings_file(args.config)
+    if problem:
+        return None, fail(EXIT_USAGE, problem)
+    name, source = named(args.from_kraft)
+    cluster, problem = cluster_of(args, name)
+    if problem:
+        return None, fail(EXIT_USAGE, problem)
+    try:
+        at_offset, at_time = parse_at_offset(args.at_offset), parse_at_time(args.at_time)
+    except FilesSourceError as exc:
+        return None, fail(EXIT_USAGE, str(exc))
+    if "://" not in source and detect_kind(source) == ZOOKEEPER:
+        return None, fail(EXIT_USAGE, f"--from-kraft {source}: {hint(ZOOKEEPER)}")
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
+    warehouse = Warehouse(args.warehouse or default_warehouse())
+    options = SnapshotOptions.from_settings(cfg.snapshot)
+    try:
+        with kraft_files(source if "://" in source else str(Path(source).resolve())) as staged:
+            say(f"snapshot replayed from the KRaft metadata log in {staged.origin} into {warehouse.root}")
+            manifest = write_new_kraft_snapshot(staged.data_dir, warehouse, cluster, at_offset=at_offset,
+                                                at_time=at_time, options=options, cluster=cluster,
+                                                origin=staged.origin if staged.fetched else None, progress=say)
+    except (FilesSourceError, KraftError) as exc:
+        return None, fail(EXIT_USAGE, f"the metadata log cannot give a trustworthy image: {exc}")
+    except Exception as exc:
+        return None, fail(EXIT_INCOMPLETE, f"the snapshot could not complete: {type(exc).__name__}: {exc}")
+    for warning in manifest["kraft"]["warnings"]:
+        say(f"warning: {warning}")
     return manifest, EXIT_DONE
 
 
@@ -391,6 +446,9 @@ def add_parsers(sub: Any) -> None:
     target.add_argument("--conn-id", help="[NAME=]ID of an Airflow connection (conn_type zookeeper)")
     target.add_argument("--from-files", metavar="[NAME=]DIR",
                         help="rebuild the tree from ZooKeeper's own files: its dataDir (snapshot.*, or version-2/)")
+    target.add_argument("--from-kraft", metavar="[NAME=]DIR|URL",
+                        help="replay a KRaft controller's metadata log: its metadata.log.dir (the folder holding "
+                             "__cluster_metadata-0/), a local path or an fsspec URL")
     snap.add_argument("--cluster", default=None, metavar="NAME",
                       help="the snapshot's cluster name (its id and cluster column; default: the target's NAME=, "
                            "else default)")
@@ -399,7 +457,10 @@ def add_parsers(sub: Any) -> None:
     snap.add_argument("--at-zxid", default=None, metavar="N",
                       help="with --from-files: the tree at this zxid (decimal or 0x hex); default: the newest")
     snap.add_argument("--at-time", default=None, metavar="T",
-                      help="with --from-files: the tree at this ISO 8601 time (naive: UTC); default: the newest")
+                      help="with --from-files or --from-kraft: the state at this ISO 8601 time (naive: UTC); "
+                           "default: the newest")
+    snap.add_argument("--at-offset", default=None, metavar="N",
+                      help="with --from-kraft: the image after the record at this log offset; default: the newest")
     snap.set_defaults(handler=snapshot)
 
     one = sub.add_parser("audit", parents=[common, spark],

@@ -82,7 +82,7 @@ CHECKS: tuple[Check, ...] = (
           tables=("partitions", "topics"), baselines=("partitions", "topics")),
     # Controller
     Check("controller_missing", "critical", "controller", "no /controller znode",
-          tables=("controller",), params=True),
+          tables=("controller", "kraft_log"), params=True),
     Check("controller_not_alive", "critical", "controller", "/controller's brokerid is not registered",
           tables=("controller", "brokers")),
     Check("controller_session_mismatch", "error", "controller",
@@ -153,6 +153,34 @@ CHECKS: tuple[Check, ...] = (
           tables=("consumer_offsets", "assignments", "topics")),
     Check("offset_regressed", "error", "offsets", "a committed offset lower than in the previous snapshot",
           tables=("consumer_offsets", "topics"), baselines=("consumer_offsets", "topics")),
+    # KRaft clusters (their metadata log; nothing to find in a ZooKeeper snapshot)
+    Check("leader_fenced", "error", "partitions", "a partition's leader is a fenced or unregistered broker",
+          tables=("partitions", "kraft_brokers", "kraft_log")),
+    Check("elr_invalid", "error", "partitions",
+          "the eligible leader replicas overlap the ISR or name a broker that is not a replica",
+          tables=("kraft_partitions", "partitions")),
+    Check("directory_unregistered", "warning", "partitions",
+          "a replica's log directory is not one its broker registered",
+          tables=("kraft_partitions", "partitions", "kraft_brokers")),
+    Check("partition_reassignment_stuck", "error", "partitions",
+          "a partition has had adding or removing replicas for longer than the reassignment SLA, by the log's clock",
+          tables=("kraft_partitions", "assignments"), params=True),
+    Check("log_epoch_regressed", "error", "partitions",
+          "a partition's leader or partition epoch went back within the metadata log",
+          tables=("kraft_anomalies",)),
+    Check("quorum_leader_missing", "critical", "controller", "the metadata log names no quorum leader",
+          tables=("kraft_log", "kraft_quorum")),
+    Check("voter_not_controller", "warning", "controller", "a voter of the quorum is not a registered controller",
+          tables=("kraft_quorum", "kraft_controllers")),
+    Check("metadata_version_unsupported", "error", "brokers",
+          "a registered broker does not support the finalized metadata.version",
+          tables=("kraft_brokers", "kraft_features")),
+    Check("log_replay_inconsistent", "error", "znodes",
+          "a record changes a partition, topic or broker the log never created",
+          tables=("kraft_anomalies",)),
+    Check("record_undecodable", "warning", "znodes",
+          "a record of an unknown type or version, reported with its offset and left out of the image",
+          tables=("kraft_anomalies",)),
     # Any znode
     Check("malformed_znode", "error", "znodes",
           "data that does not parse, or does not match any known version of its kind",
@@ -165,3 +193,9 @@ CHECKS: tuple[Check, ...] = (
 BY_ID: dict[str, Check] = {check.check_id: check for check in CHECKS}
 CHECK_IDS: tuple[str, ...] = tuple(BY_ID)
 ENTITIES: tuple[str, ...] = tuple(dict.fromkeys(check.entity for check in CHECKS))
+# The checks that judge a KRaft metadata log (its kraft_* tables): a ZooKeeper snapshot never has anything for them.
+KRAFT_CHECK_IDS: tuple[str, ...] = (
+    "leader_fenced", "elr_invalid", "directory_unregistered", "partition_reassignment_stuck", "log_epoch_regressed",
+    "quorum_leader_missing", "voter_not_controller", "metadata_version_unsupported", "log_replay_inconsistent",
+    "record_undecodable",
+)

@@ -209,6 +209,56 @@ REMEDIES: dict[str, str] = {
         "or offset znode that was deleted and recreated explains the drop; such findings are info and need nothing."
     ),
     # Any znode
+    # KRaft clusters
+    "leader_fenced": (
+        "The quorum controller moves leadership off a broker it fences, so a fenced leader means the controller "
+        "has not acted: check the active controller's log and the broker's heartbeats. Restart the broker so it "
+        "registers and unfences, or run `kafka-leader-election --election-type unclean` only if its ISR is lost."
+    ),
+    "elr_invalid": (
+        "Kafka keeps the eligible leader replicas outside the ISR and inside the replicas (KIP-966). An overlap "
+        "means a record was written by a tool or build that broke that rule: compare the partition's "
+        "PartitionChangeRecords (`kafka-dump-log --cluster-metadata-decoder`) and report it with the offsets."
+    ),
+    "directory_unregistered": (
+        "The broker no longer registers the log directory the partition's replica is assigned to (a disk was "
+        "removed or re-formatted). Bring the directory back, or reassign the replica "
+        "(`kafka-reassign-partitions --reassignment-json-file` with a `log_dirs` entry) to one the broker has."
+    ),
+    "partition_reassignment_stuck": (
+        "A reassignment finishes when the adding replicas join the ISR: check that their brokers are up, have room "
+        "and keep up (`kafka-reassign-partitions --verify`, the followers' lag). Cancel it with "
+        "`kafka-reassign-partitions --cancel` if the target brokers cannot take the partition."
+    ),
+    "log_epoch_regressed": (
+        "Epochs only grow in Kafka; a lower one fences the leader out and confuses followers. The log was spliced "
+        "from two histories (a restored controller directory, a copied checkpoint): stop the controller that "
+        "holds it and rebuild its directory from a healthy voter."
+    ),
+    "quorum_leader_missing": (
+        "No controller has been elected: start a majority of the voters (`controller.quorum.voters` / "
+        "`controller.quorum.bootstrap.servers`) and check `kafka-metadata-quorum describe --status`. If the "
+        "files were copied from a stopped controller, copy them again from a running one."
+    ),
+    "voter_not_controller": (
+        "A voter that never registered as a controller is not running (or runs a release older than the "
+        "metadata.version). Start it, or remove it from the quorum (`kafka-metadata-quorum remove-controller`, "
+        "dynamic quorums) so that a majority stays reachable."
+    ),
+    "metadata_version_unsupported": (
+        "The broker cannot read the cluster's metadata.version: upgrade the broker's Kafka release before it "
+        "rejoins, or (only if nothing newer is used yet) lower the level with `kafka-features downgrade`."
+    ),
+    "log_replay_inconsistent": (
+        "A record changes something the log never created, so part of the log is missing or foreign (a deleted "
+        "segment without a checkpoint, files copied from two controllers). Audit a complete copy of one voter's "
+        "metadata.log.dir, with its .checkpoint files."
+    ),
+    "record_undecodable": (
+        "The record was written by a Kafka release (or pre-release build) whose record layout this audit does "
+        "not know; it is left out of the image. Check the writing controller's version; a released Kafka up to "
+        "4.2 writes nothing this audit cannot read, so report the offset and version."
+    ),
     "malformed_znode": (
         "Kafka cannot read this znode (the detail names its kind and why), so the broker or controller that reads it "
         "fails or skips it. Find who wrote it (hand edit, third-party tool, restore) and rewrite it in a format Kafka "

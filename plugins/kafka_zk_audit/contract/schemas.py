@@ -141,6 +141,37 @@ TABLES: dict[str, StructType] = {
     "consumer_offsets": _struct(
         ("group_id", S), ("topic", S), ("partition", I), ("offset", L), ("raw", S), ("mtime", L), *ORIGIN,
     ),
+    # A KRaft snapshot's facts ZooKeeper never held (its /kraft/... znodes, snapshot.kraft.render); empty for a
+    # ZooKeeper snapshot. Every registered broker, fenced or not, with what it registered.
+    "kraft_brokers": _struct(
+        ("broker_id", I), ("epoch", L), ("incarnation_id", S), ("fenced", B), ("in_controlled_shutdown", B),
+        ("migrating_zk_broker", B), ("rack", S), ("endpoints", ArrayType(S)), ("features", MapType(S, INTS)),
+        ("log_dirs", ArrayType(S)), *ORIGIN,
+    ),
+    "kraft_controllers": _struct(
+        ("controller_id", I), ("incarnation_id", S), ("zk_migration_ready", B), ("endpoints", ArrayType(S)),
+        ("features", MapType(S, INTS)), *ORIGIN,
+    ),
+    # One row per partition: what only KRaft keeps (the rest is in partitions/partition_states).
+    "kraft_partitions": _struct(
+        ("topic", S), ("partition", I), ("topic_id", S), ("partition_epoch", I), ("leader_epoch", I),
+        ("leader_recovery_state", I), ("elr", INTS), ("last_known_elr", INTS), ("directories", ArrayType(S)),
+        ("reassigning_since_offset", L), ("reassigning_since", L), *ORIGIN,
+    ),
+    # The Raft quorum as the log shows it (the newest LeaderChange, else the quorum-state file). 0 or 1 row.
+    "kraft_quorum": _struct(
+        ("leader_id", I), ("epoch", I), ("voters", INTS), ("granting_voters", INTS), ("kraft_version", I), *ORIGIN,
+    ),
+    # The finalized features (metadata.version and the others). 0 or 1 row.
+    "kraft_features": _struct(("features", MapType(S, I)), *ORIGIN),
+    # The replay itself: the last offset applied and its batch time. One row per KRaft snapshot (none for ZooKeeper).
+    "kraft_log": _struct(
+        ("last_offset", L), ("last_time", L), ("records_applied", L), ("zk_migration_state", I), *ORIGIN,
+    ),
+    # Records the replay could not use as they stand: kind undecodable_record (an unknown apiKey or version),
+    # leader_epoch_regressed / partition_epoch_regressed, unknown_partition_changed, unknown_topic_removed,
+    # unknown_broker_changed. offset: the record's.
+    "kraft_anomalies": _struct(("kind", S), ("offset", L), ("subject", S), ("detail", S), *ORIGIN),
     # Anything that does not parse or matches no known version of its kind.
     "malformed_znodes": _struct(("kind", S), ("reason", S), *ORIGIN),
     # Znodes the auditor may not read (any path; kind null for containers and unknown paths).

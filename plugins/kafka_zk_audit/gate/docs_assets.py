@@ -30,8 +30,20 @@ import re
 import shutil
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+
+from kafka_zk_audit.contract.site_assets import (
+    BOOTSTRAP,
+    BOOTSTRAP_TABLE,
+    FONTAWESOME,
+    JQUERY,
+    POPPER,
+    VEGA,
+    VEGA_EMBED,
+    VEGA_LITE,
+    VENDOR_DIR,
+    Asset,
+)
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +52,6 @@ LOCK_FILE = HERE / "docs_assets.lock.json"
 DEFAULT_ASSETS_DIR = HERE / "vendor"
 ASSETS_DIR_ENV = "KAFKA_ZK_AUDIT_DOCS_ASSETS"  # overrides DEFAULT_ASSETS_DIR
 MARKER = ".complete"
-VENDOR_DIR = PurePosixPath("static", "vendor")
 IMAGES_DIR = PurePosixPath("static", "images")  # GX copies its package's static/images there
 # GX's navbar loads its logo (with the time and the data context's id in the query) from this bucket, and its dark
 # style a white logo: the logo comes from the site's own copy; the white one, in no package, is left out.
@@ -50,36 +61,7 @@ FETCH_COMMAND = "python scripts/fetch_docs_assets.py fetch"  # in the kafka-zk-a
 FETCH_HINT = f"Data Docs keep CDN links; run `{FETCH_COMMAND}` for offline docs"
 
 
-@dataclass(frozen=True)
-class Asset:
-    """One file of an npm package, by the package's name, exact version and path inside its tarball."""
 
-    package: str
-    version: str
-    path: str
-
-    @property
-    def spec(self) -> str:
-        """``name@version``, the key in the lock file and the folder name under the assets dir."""
-        return f"{self.package}@{self.version}"
-
-    @property
-    def rel(self) -> PurePosixPath:
-        """Where the file sits below the assets dir and below ``<site>/static/vendor``."""
-        return PurePosixPath(self.spec, self.path)
-
-
-# Pinned versions. vega@5 / vega-lite@5 / vega-embed@6 are pinned to the newest release of that major at
-# the time of pinning; the path is the package.json "jsdelivr" (= "unpkg") file that jsDelivr serves for
-# the bare package URL (the fetcher's --update-lock checks that).
-VEGA = "5.33.1"
-VEGA_LITE = "5.23.0"
-VEGA_EMBED = "6.29.0"
-FONTAWESOME = "6.6.0"
-JQUERY = "3.7.1"
-POPPER = "1.12.9"
-BOOTSTRAP = "4.3.1"
-BOOTSTRAP_TABLE = "1.19.1"
 DATEPICKER = "1.9.0"
 BOOTSTRAP_DARK = "1.1.0"
 

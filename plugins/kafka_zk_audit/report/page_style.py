@@ -16,8 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kafka_zk_audit.contract.site_assets import BOOTSTRAP, BOOTSTRAP_TABLE, JQUERY, VENDOR_DIR, Asset
 from kafka_zk_audit.contract.warehouse import Warehouse
-from kafka_zk_audit.gate.docs_assets import BOOTSTRAP, BOOTSTRAP_TABLE, JQUERY, VENDOR_DIR, Asset
 
 PRODUCT = "kafka-zk-audit"
 STYLESHEETS = (Asset("bootstrap", BOOTSTRAP, "dist/css/bootstrap.min.css"),

@@ -53,7 +53,7 @@ simulator (``registry.PLANTERS``) as this module imports them; what they stand o
 
 from __future__ import annotations
 
-from kafka_zk_audit.contract.catalogue import CHECK_IDS
+from kafka_zk_audit.contract.catalogue import CHECK_IDS, KRAFT_CHECK_IDS
 from kafka_zk_audit_testing.simulator import cluster_plants, group_plants, partition_plants
 from kafka_zk_audit_testing.simulator.registry import PLANTERS
 
@@ -63,6 +63,9 @@ PLANT_MODULES = (partition_plants, cluster_plants, group_plants)  # imported to 
 # The health checks of a ZK -> KRaft migration in flight need the cluster in a migration phase, not a plant on a
 # healthy cluster: the phases of migration_phases (waiting, initial load, dual writes, reverted) make those.
 MIGRATION_HEALTH_CHECKS = frozenset(check_id for check_id in CHECK_IDS if check_id.startswith("migration_"))
-missing = set(CHECK_IDS) - set(PLANTERS) - MIGRATION_HEALTH_CHECKS
+# The KRaft checks judge a KRaft metadata log, which a ZooKeeper tree cannot hold: kafka_zk_audit_testing.kraft_logs
+# plants them in generated logs.
+KRAFT_CHECKS = frozenset(KRAFT_CHECK_IDS)
+missing = set(CHECK_IDS) - set(PLANTERS) - MIGRATION_HEALTH_CHECKS - KRAFT_CHECKS
 if missing:  # pragma: no cover - a catalogue change without a plant
     raise RuntimeError(f"no plant for: {', '.join(sorted(missing))}")

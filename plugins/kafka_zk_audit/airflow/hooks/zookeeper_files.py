@@ -96,3 +96,37 @@ def cluster_zookeeper_files(files: Mapping[str, str | None], *, at_zxid: int | N
         return sftp_zookeeper_files(sftp_conn_id, data_dir, log_dir=log_dir, at_zxid=at_zxid, at_time=at_time,
                                     logs_to_end=logs_to_end)
     return zookeeper_files(data_dir, log_location=log_dir, at_zxid=at_zxid, at_time=at_time, logs_to_end=logs_to_end)
+
+
+@contextmanager
+def sftp_kraft_files(sftp_conn_id: str, metadata_dir: str) -> Iterator[StagedFiles]:
+    """A KRaft metadata directory on the server of ``sftp_conn_id``, fetched for the ``with`` block into a temporary
+    directory; the connection is closed once the files are fetched."""
+    from kafka_zk_audit.snapshot.kraft.sources import stage_kraft
+
+    hook = SFTPHook(ssh_conn_id=sftp_conn_id)
+    origin = sftp_origin(sftp_conn_id, metadata_dir)
+    with staging_dir() as staging:
+        try:
+            with hook.get_managed_conn() as client:
+                staged = stage_kraft(SftpStore(client), metadata_dir, Path(staging), origin)
+        except FilesSourceError:
+            raise
+        except (OSError, SSHException) as exc:
+            reason = getattr(exc, "strerror", None) or exc or type(exc).__name__
+            raise FilesSourceError(f"{origin}: cannot fetch the metadata log over SFTP ({reason}); check the "
+                                   f"connection {sftp_conn_id!r} and the path") from None
+        yield staged
+
+
+def cluster_kraft_files(kraft: Mapping[str, str | None]) -> AbstractContextManager[StagedFiles]:
+    """The metadata directory of a cluster's ``kraft`` setting (``metadata_dir``, ``sftp_conn_id``) on this machine
+    for a ``with`` block: over SFTP when ``sftp_conn_id`` is set, else from the fsspec URL or the local folder."""
+    from kafka_zk_audit.snapshot.kraft.sources import kraft_files
+
+    metadata_dir, sftp_conn_id = kraft.get("metadata_dir"), kraft.get("sftp_conn_id")
+    if not metadata_dir:
+        raise FilesSourceError("the cluster's kraft setting has no metadata_dir; give a controller's metadata.log.dir")
+    if sftp_conn_id:
+        return sftp_kraft_files(sftp_conn_id, metadata_dir)
+    return kraft_files(metadata_dir)

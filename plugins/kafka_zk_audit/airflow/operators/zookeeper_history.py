@@ -48,7 +48,9 @@ class ZooKeeperHistoryOperator(AuditSparkSubmitOperator):
 
     def __init__(self, *, warehouse: str | None = None, audit_config: str | None = None, cluster: str | None = None,
                  zk_conn_id: str | None = None, files: dict[str, str | None] | None = None,
-                 at_zxid: int | str | None = None, at_time: str | None = None, **kwargs: Any) -> None:
+                 at_zxid: int | str | None = None, at_time: str | None = None,
+                 kraft: dict[str, str | None] | None = None, at_offset: int | str | None = None,
+                 **kwargs: Any) -> None:
         kwargs.setdefault("application", history_app_path())
         kwargs.setdefault("name", "kafka-zk-audit-history")
         super().__init__(**kwargs)
@@ -57,6 +59,7 @@ class ZooKeeperHistoryOperator(AuditSparkSubmitOperator):
         self.cluster = cluster
         self.zk_conn_id = zk_conn_id
         self.zookeeper_files = files or None  # not ``files``: SparkSubmitOperator's own (spark-submit --files)
+        self.kraft = kraft or None  # a KRaft cluster: no ZooKeeper files, no history from them
         self.at_zxid = at_zxid
         self.at_time = at_time
 

@@ -28,14 +28,20 @@ class ZooKeeperSnapshotOperator(BaseOperator):
     tree is rebuilt from ZooKeeper's snapshot and logs instead, at ``at_zxid`` or ``at_time`` (default: the
     newest state): the same snapshot table and manifest, so the rest of the DAG runs unchanged. The ensemble is
     not contacted; ``zk_conn_id``, when that connection exists, only names it in the manifest.
+
+    With ``kraft`` (``{"metadata_dir": …, "sftp_conn_id": …}``, the cluster's ``kraft`` setting) the snapshot is the
+    KRaft metadata image replayed from a controller's metadata log, at ``at_offset`` or ``at_time`` (default: the
+    newest state), laid out as the same snapshot table.
     """
 
-    template_fields: Sequence[str] = ("zk_conn_id", "warehouse", "snapshot_suffix", "cluster", "at_zxid", "at_time")
+    template_fields: Sequence[str] = ("zk_conn_id", "warehouse", "snapshot_suffix", "cluster", "at_zxid", "at_time",
+                                      "at_offset")
 
     def __init__(self, *, zk_conn_id: str | None = "zookeeper_default", warehouse: str | None = None,
                  snapshot_suffix: str | None = None, cluster: str | None = None,
                  files: dict[str, str | None] | None = None, at_zxid: int | str | None = None,
-                 at_time: str | None = None,
+                 at_time: str | None = None, kraft: dict[str, str | None] | None = None,
+                 at_offset: int | str | None = None,
                  options: SnapshotOptions | None = None,
                  max_reads_in_flight: int | None = None, max_bytes_in_flight: int | None = None,
                  reads_per_second: float | None = None, batch_ops: int | None = None,
@@ -50,6 +56,8 @@ class ZooKeeperSnapshotOperator(BaseOperator):
         self.files = files or None
         self.at_zxid = at_zxid
         self.at_time = at_time
+        self.kraft = kraft or None
+        self.at_offset = at_offset
         overrides = {
             "max_reads_in_flight": max_reads_in_flight, "max_bytes_in_flight": max_bytes_in_flight,
             "reads_per_second": reads_per_second, "batch_ops": batch_ops, "max_reconnects": max_reconnects,
@@ -64,7 +72,9 @@ class ZooKeeperSnapshotOperator(BaseOperator):
     def execute(self, context: Any) -> str:
         warehouse = Warehouse(self.warehouse or default_warehouse())
         suffix = "-".join(part for part in (self.cluster, self.snapshot_suffix) if part)
-        if self.files and self.files.get("data_dir"):
+        if self.kraft and self.kraft.get("metadata_dir"):
+            manifest = self._snapshot_from_kraft(warehouse, suffix)
+        elif self.files and self.files.get("data_dir"):
             manifest = self._snapshot_from_files(warehouse, suffix)
         else:
             manifest = self._snapshot_of_ensemble(warehouse, suffix)
@@ -93,3 +103,12 @@ class ZooKeeperSnapshotOperator(BaseOperator):
         return snapshot_from_files(functools.partial(cluster_zookeeper_files, self.files or {}), warehouse, suffix,
                                    at_zxid=self.at_zxid, at_time=self.at_time, options=self.options,
                                    cluster=self.cluster, settings=settings, task_log=self.log)
+
+    def _snapshot_from_kraft(self, warehouse: Warehouse, suffix: str) -> dict[str, Any]:
+        """Fetch the cluster's KRaft metadata directory (SFTP or fsspec) and replay it into the snapshot."""
+        from kafka_zk_audit.airflow.hooks.zookeeper_files import cluster_kraft_files
+        from kafka_zk_audit.snapshot.kraft.take import snapshot_from_kraft
+
+        return snapshot_from_kraft(functools.partial(cluster_kraft_files, self.kraft or {}), warehouse, suffix,
+                                   at_offset=self.at_offset, at_time=self.at_time, options=self.options,
+                                   cluster=self.cluster, task_log=self.log)

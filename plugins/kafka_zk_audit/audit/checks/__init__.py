@@ -17,7 +17,16 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 
-from kafka_zk_audit.audit.checks import admin, brokers_topics, consumers, controller, migration, partitions, znodes
+from kafka_zk_audit.audit.checks import (
+    admin,
+    brokers_topics,
+    consumers,
+    controller,
+    kraft,
+    migration,
+    partitions,
+    znodes,
+)
 from kafka_zk_audit.audit.checks.common import family_functions
 from kafka_zk_audit.audit.params import Params
 from kafka_zk_audit.audit.unions import only_columns, union_all
@@ -25,7 +34,7 @@ from kafka_zk_audit.contract.catalogue import BY_ID, CHECK_IDS
 from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, TABLES, keyed
 
 # The modules that define the check functions, one family of checks each.
-FAMILIES = (partitions, controller, migration, brokers_topics, admin, consumers, znodes)
+FAMILIES = (partitions, controller, migration, brokers_topics, admin, consumers, znodes, kraft)
 # Each check id's function (derived from the catalogue: a check without one fails here, at import).
 CHECK_FUNCTIONS: Mapping[str, Callable[..., DataFrame]] = family_functions(CHECK_IDS, FAMILIES)
 

@@ -19,9 +19,10 @@ from kafka_zk_audit.contract.schemas import KEY
 CONTROLLER_PATH = "/controller"
 
 
-def controller_missing(controller: DataFrame, params: Params) -> DataFrame:
-    """A /controller znode exists (in every snapshot of ``params``, the audited snapshots: one row each)."""
-    rows = params.keys().join(controller.select(KEY), KEY, "left_anti")
+def controller_missing(controller: DataFrame, kraft_log: DataFrame, params: Params) -> DataFrame:
+    """A /controller znode exists (in every snapshot of ``params``, the audited snapshots: one row each) of a
+    ZooKeeper cluster; a KRaft cluster's quorum leader is quorum_leader_missing's."""
+    rows = params.keys().join(controller.select(KEY), KEY, "left_anti").join(kraft_log.select(KEY), KEY, "left_anti")
     return to_output(
         rows, "controller_missing", path=F.lit(CONTROLLER_PATH),
         detail=F.lit("no /controller znode: no broker is acting as controller"),

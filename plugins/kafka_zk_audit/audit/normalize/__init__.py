@@ -43,7 +43,7 @@ from pyspark.sql.types import StructType
 from kafka_zk_audit.audit import sql_text
 from kafka_zk_audit.contract.schemas import TABLES, keyed
 
-from . import admin, brokers, configs, consumers, controller, notifications, security, topics
+from . import admin, brokers, configs, consumers, controller, kraft, notifications, security, topics
 from .common import name_part, to_int
 from .kinds import (
     BROKER_PATH,
@@ -77,7 +77,7 @@ __all__ = [
 ]
 
 # Family modules: parse(classified) -> [parse results]; tables({struct name: results}) -> {table: frame}.
-FAMILIES = (brokers, topics, controller, configs, admin, notifications, security, consumers)
+FAMILIES = (brokers, topics, controller, configs, admin, notifications, security, consumers, kraft)
 
 
 class NormalizedTables(dict[str, DataFrame]):

@@ -43,6 +43,13 @@ TOKEN_CHANGE = "token_change"
 CONSUMER_REGISTRATION = "consumer_registration"
 CONSUMER_OWNER = "consumer_owner"
 CONSUMER_OFFSET = "consumer_offset"
+KRAFT_BROKER = "kraft_broker"
+KRAFT_CONTROLLER = "kraft_controller"
+KRAFT_PARTITION = "kraft_partition"
+KRAFT_QUORUM = "kraft_quorum"
+KRAFT_FEATURES = "kraft_features"
+KRAFT_LOG = "kraft_log"
+KRAFT_ANOMALY = "kraft_anomaly"
 
 SEQ = "[0-9]{10}"
 NAME = "[^/]+"
@@ -66,6 +73,10 @@ TOKEN_CHANGE_PATH = f"^/delegation_token/token_changes/token_change_({SEQ})$"
 CONSUMER_REGISTRATION_PATH = f"^/consumers/({NAME})/ids/({NAME})$"
 CONSUMER_OWNER_PATH = f"^/consumers/({NAME})/owners/({NAME})/({NAME})$"
 CONSUMER_OFFSET_PATH = f"^/consumers/({NAME})/offsets/({NAME})/({NAME})$"
+# A KRaft snapshot's own znodes (snapshot.kraft.render): what ZooKeeper never held.
+KRAFT_BROKER_PATH = f"^/kraft/brokers/({NAME})$"
+KRAFT_CONTROLLER_PATH = f"^/kraft/controllers/({NAME})$"
+KRAFT_PARTITION_PATH = f"^/kraft/partitions/({NAME})/({NAME})$"
 
 # (top-level znode, kind, path pattern). The top level is compared first so that a row is matched
 # against only the few patterns of its own subtree.
@@ -96,6 +107,13 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("/kafka-acl-extended-changes", ACL_EXTENDED_CHANGE, ACL_EXTENDED_CHANGE_PATH),
     ("/delegation_token", DELEGATION_TOKEN, DELEGATION_TOKEN_PATH),
     ("/delegation_token", TOKEN_CHANGE, TOKEN_CHANGE_PATH),
+    ("/kraft", KRAFT_BROKER, KRAFT_BROKER_PATH),
+    ("/kraft", KRAFT_CONTROLLER, KRAFT_CONTROLLER_PATH),
+    ("/kraft", KRAFT_PARTITION, KRAFT_PARTITION_PATH),
+    ("/kraft", KRAFT_QUORUM, "^/kraft/quorum$"),
+    ("/kraft", KRAFT_FEATURES, "^/kraft/features$"),
+    ("/kraft", KRAFT_LOG, "^/kraft/log$"),
+    ("/kraft", KRAFT_ANOMALY, f"^/kraft/anomalies/{NAME}$"),
 )
 
 # Sequential notification kinds, as named in the notifications table.

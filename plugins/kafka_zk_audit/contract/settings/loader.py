@@ -129,6 +129,7 @@ _SECTIONS: dict[str, type[BaseModel]] = {
     "gate": models.GateConfig,
     "clusters": models.ClusterConfig,
     "clusters.files": models.FilesConfig,
+    "clusters.kraft": models.KraftConfig,
     "fleet": models.FleetConfig,
     "snapshot": models.SnapshotConfig,
     "drift": models.DriftConfig,
@@ -248,9 +249,14 @@ def _validate(raw: Any, where: _Where, defaults: bool = True) -> AuditConfig:
     config._raw = merged
     problems = []
     for index, cluster in enumerate(config.clusters):
-        if cluster.zk_conn_id is None and cluster.files is None:
+        if cluster.zk_conn_id is None and cluster.files is None and cluster.kraft is None:
             problems.append(f"{where.at(where.line_of(('clusters', index)))}: cluster {cluster.name!r} needs "
-                            "zk_conn_id (its ZooKeeper connection) or files (where its ZooKeeper files are)")
+                            "zk_conn_id (its ZooKeeper connection), files (where its ZooKeeper files are) or kraft "
+                            "(where its KRaft metadata log is)")
+        if cluster.kraft is not None and cluster.files is not None:
+            problems.append(f"{where.at(where.line_of(('clusters', index)))}: cluster {cluster.name!r} names both "
+                            "files (ZooKeeper's) and kraft (a KRaft metadata log); a cluster is audited from one "
+                            "source: keep the one it runs on now")
         at = ("clusters", index, "overrides")
         for key in cluster.overrides:
             if key not in models.CLUSTER_OVERRIDABLE:

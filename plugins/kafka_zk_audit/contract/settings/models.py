@@ -251,6 +251,14 @@ class FilesConfig(_Section):
     sftp_conn_id: Text | None = None
 
 
+class KraftConfig(_Section):
+    """Where a KRaft cluster's metadata log is: any voter's ``metadata.log.dir`` (the folder holding
+    ``__cluster_metadata-0/``), a local path or an fsspec URL, or a path on the server of ``sftp_conn_id``."""
+
+    metadata_dir: Text
+    sftp_conn_id: Text | None = None
+
+
 class HistoryConfig(_Section):
     """The history of each cluster's ZooKeeper files the DAG builds: whether it does, and the floor of a listed
     interval."""
@@ -298,11 +306,13 @@ class EventsConfig(_Section):
 
 
 class ClusterConfig(_Section):
-    """One audited cluster: its name, its ZooKeeper connection (or files) and what it overrides."""
+    """One audited cluster: its name, its ZooKeeper connection (or files, or its KRaft metadata log) and what it
+    overrides."""
 
     name: ClusterName
     zk_conn_id: Text | None = None
     files: FilesConfig | None = None
+    kraft: KraftConfig | None = None
     overrides: dict[str, Any] = Field(default_factory=dict)
 
 
