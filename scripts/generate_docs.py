@@ -110,6 +110,7 @@ def _section(check: Check) -> list[str]:
         "",
         f"**Meaning:** {markdown_text(check.meaning)}.",
         "",
+        *([f"**Kafka:** {markdown_text(check.source)}.", ""] if check.source else []),
         f"**Remedy:** {REMEDIES[check.check_id].strip()}",
         "",
     ]

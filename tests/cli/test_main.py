@@ -168,9 +168,42 @@ def test_derived_names_are_valid_cluster_names_and_unique():
     twice = targets(zk=["eu=h:1/a"], cluster="shop", from_files="x")[1]
     assert twice == "the cluster is named twice: eu= and --cluster shop"
     assert targets(zk=["h:1", "h:2"], cluster="shop")[1].startswith("--cluster names the run's one cluster")
-    assert targets(cluster="shop")[1].startswith("--cluster names the cluster of a --from-files run")
+    assert targets(cluster="shop")[1].startswith("--cluster names the cluster of a --from-files or --from-kraft run")
     files = targets(cluster="shop", from_files="s3://bucket/zk/")[0]
     assert files == [{"name": "shop", "files": {"data_dir": "s3://bucket/zk/"}}]
+    kraft = _targets(argparse.Namespace(zk=[], conn_id=[], cluster="pay", from_files=None,
+                                        from_kraft="s3://bucket/kraft/"), {})[0]
+    assert kraft == [{"name": "pay", "kraft": {"metadata_dir": "s3://bucket/kraft/"}}]
+
+
+def test_from_kraft_becomes_the_dags_params_and_each_source_turns_the_other_kind_away(tmp_path):
+    """``run --from-kraft DIR [--at-offset N]`` → the DAG params from_kraft (made absolute) and at_offset; a
+    ZooKeeper dataDir given to --from-kraft, or a KRaft directory to --from-files, is named with the option that
+    reads it."""
+    import argparse
+
+    from kafka_zk_audit.cli.main import _files_params
+    from kafka_zk_audit_testing.kraft_logs import KraftCluster
+
+    kraft = KraftCluster().write(tmp_path / "kraft")
+    zookeeper = tmp_path / "zk" / "version-2"
+    zookeeper.mkdir(parents=True)
+    (zookeeper / "snapshot.0").write_bytes(b"")
+
+    def params(**given):
+        fields = {"from_files": None, "from_kraft": None, "at_zxid": None, "at_time": None, "at_offset": None}
+        return _files_params(argparse.Namespace(**{**fields, **given}), 1)
+
+    assert params(from_kraft=str(kraft), at_offset="12") == ({"from_kraft": str(kraft.resolve()), "at_offset": 12},
+                                                             None)
+    assert params(from_kraft=str(zookeeper.parent))[1].endswith("this is a ZooKeeper data dir (version-2/snapshot.*, "
+                                                                "log.*): read it with --from-files")
+    assert params(from_files=str(kraft))[1].endswith("read it with --from-kraft")
+    assert "--at-offset goes with --from-kraft" in params(at_offset="3")[1]
+    assert "a KRaft log takes --at-offset" in params(from_kraft=str(kraft), at_zxid="0x5")[1]
+    assert "not both" in params(from_kraft=str(kraft), at_offset="1", at_time="2026-11-01T00:00:00")[1]
+    assert "exclude each other" in params(from_kraft=str(kraft), from_files=str(zookeeper))[1]
+    assert "no such directory" in params(from_kraft=str(tmp_path / "nothing"))[1]
 
 
 def test_the_command_lines_clusters_replace_those_of_the_settings_file(tmp_path, monkeypatch):

@@ -18,6 +18,12 @@ kraft39    the same tree (same chroot) planned for 3.9: ready with warnings, gre
 clean39    clean 3.9 cluster: ready, no readiness row, no finding
 dualwrite  a ZK -> KRaft migration whose dual writes stalled (``dual_write_stale_after: 0s``)
 files      rebuilt from a stopped ZooKeeper's snapshot and logs (``files:`` setting), with the history of its logs
+kr-clean   a KRaft cluster (``kraft:`` setting) from a generated metadata log of a healthy 3.9 cluster: no finding
+kr-planted a generated 4.1 KRaft log with every KRaft plant (kafka_zk_audit_testing.kraft_logs) and a torn last batch:
+           each planted problem found exactly once, nothing else
+kr-corrupt a generated KRaft log with a corrupt batch: one log_corrupt finding naming the file and offset
+kr-real    a real Kafka 4.2 controller's metadata dir (../shared/real-data/kraft, IndusWargods__local-test-rig): no
+           finding
 secured    digest-auth ACLs, read with the connection's login; its controller is missing, with ``for: 1s`` on that
            check: pending in run 1 (no alert), firing in run 2 (one trigger)
 ========== ===================================================================================================
@@ -50,6 +56,7 @@ from kazoo.client import KazooClient
 from kafka_zk_audit.audit.session import C1_ONLY_JAVA_OPTION
 from kafka_zk_audit.cli.runner import airflow_env, ensure_metadata_db, run_dag_once
 from kafka_zk_audit.contract.catalogue import BY_ID, CHECK_IDS
+from kafka_zk_audit_testing.kraft_logs import KraftCluster, KraftClusterSpec, corrupt, planted_cluster
 from kafka_zk_audit_testing.receivers import CollectingHandler, WebhookReceiver, smtp_receiver, webhook_receiver
 from kafka_zk_audit_testing.simulator import ClusterSpec, Planted, Simulator
 from kafka_zk_audit_testing.simulator.plants import KRAFT_CHECKS, MIGRATION_HEALTH_CHECKS
@@ -87,7 +94,10 @@ CHROOTS = {
     "secured": "/secured",
 }
 FILES_CHROOT = "/kafka"  # where tests/conftest.py's history_files wrote its scenario
-CLUSTERS = (*CHROOTS, DEAD, "files")
+KRAFT_CLUSTERS = ("kr-clean", "kr-planted", "kr-corrupt", "kr-real")
+REAL_KRAFT = Path(__file__).resolve().parents[3] / "shared" / "real-data" / "kraft" / "IndusWargods__local-test-rig" \
+    / "kafka-data"
+CLUSTERS = (*CHROOTS, DEAD, "files", *KRAFT_CLUSTERS)
 AUDITED = tuple(c for c in CLUSTERS if c != DEAD)
 
 SMTP_PASSWORD = "pw-Smtp-e2e-5ecret-314"
@@ -154,13 +164,16 @@ class SystemRun:
     secured_plant: Planted
     files_scenario: Any
     files_dir: Path
+    kraft_planted: list[Planted]  # kr-planted's problems (and kr-corrupt's, last)
     spark_master: str  # run 1's standalone master
     spark_dir: Path  # its master's and workers' logs and work dirs
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def settings_yaml(files_dir: Path) -> dict[str, Any]:
-    clusters: list[dict[str, Any]] = [{"name": name, "zk_conn_id": f"zk_{name}"} for name in CLUSTERS]
+def settings_yaml(files_dir: Path, kraft_dirs: dict[str, Path]) -> dict[str, Any]:
+    clusters: list[dict[str, Any]] = [
+        {"name": name, "kraft": {"metadata_dir": str(kraft_dirs[name])}} if name in kraft_dirs
+        else {"name": name, "zk_conn_id": f"zk_{name}"} for name in CLUSTERS]
     by_name = {c["name"]: c for c in clusters}
     by_name["alpha"]["overrides"] = {"alerts": {"webhook_conn_id": "hook_alpha"}}
     by_name["e2e"]["overrides"] = {
@@ -243,8 +256,13 @@ def system(zk_server, history_files, tmp_path_factory) -> Iterator[SystemRun]:
     files_dir, files_scenario = history_files
     tmp = tmp_path_factory.mktemp("system")
     warehouse, home = tmp / "wh", tmp / "airflow"
+    kraft_dirs = {"kr-clean": KraftCluster().write(tmp / "kr-clean"), "kr-real": REAL_KRAFT}
+    kraft_planted = planted_cluster(tmp / "kr-planted")
+    KraftCluster(KraftClusterSpec(metadata_version=25, topics=4)).write(tmp / "kr-corrupt")
+    kraft_planted.append(corrupt(tmp / "kr-corrupt"))
+    kraft_dirs.update({"kr-planted": tmp / "kr-planted", "kr-corrupt": tmp / "kr-corrupt"})
     settings = tmp / "fleet.yaml"
-    settings.write_text(yaml.safe_dump(settings_yaml(files_dir), sort_keys=False))
+    settings.write_text(yaml.safe_dump(settings_yaml(files_dir, kraft_dirs), sort_keys=False))
     base = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW") and k != "KAFKA_ZK_AUDIT_CONFIG"}
     env = airflow_env(airflow_home=home, base=base)
     env["KAFKA_ZK_AUDIT_CONFIG"] = str(settings)
@@ -325,4 +343,4 @@ def system(zk_server, history_files, tmp_path_factory) -> Iterator[SystemRun]:
         admin.close()
     yield SystemRun(warehouse, home, settings, after_first, runs, planted, history_plants,
                     recreated, fixed, dropped, readiness_planted, readiness_inherent, secured_plant, files_scenario,
-                    files_dir, spark_master, spark_dir)
+                    files_dir, kraft_planted, spark_master, spark_dir)

@@ -6,6 +6,8 @@
     kafka-zk-audit run --config fleet.yaml                  (the clusters listed in the settings)
     kafka-zk-audit run --from-files DIR|URL [--cluster NAME] [--at-zxid N | --at-time T] [--zk …|--conn-id ID]
                                      (rebuilt from ZooKeeper's snapshot and logs; --zk/--conn-id only name it)
+    kafka-zk-audit run --from-kraft DIR|URL [--cluster NAME] [--at-offset N | --at-time T]
+                                     (a KRaft cluster, replayed from a controller's metadata log)
 
 Cluster names: ``NAME=`` or ``--cluster NAME``; a lone unnamed target is ``default``; in a fleet an unnamed ``--zk``
 is named after its address (its chroot's last segment, else ``HOST-PORT``), an unnamed ``--conn-id`` after the
@@ -53,6 +55,7 @@ from kafka_zk_audit.cli.common import (
     unique_names,
 )
 from kafka_zk_audit.cli.stages import add_parsers as add_stage_parsers
+from kafka_zk_audit.snapshot.kraft.kind import KRAFT, ZOOKEEPER, detect_kind, hint
 
 if TYPE_CHECKING:
     from kafka_zk_audit.contract.warehouse import Warehouse
@@ -82,13 +85,18 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--from-files", default=None, metavar="DIR|URL",
                      help="audit ZooKeeper's own files instead of the live ensemble: its dataDir (or version-2/), "
                           "a local folder or an fsspec URL (s3://, gs://, https://, file://)")
+    run.add_argument("--from-kraft", default=None, metavar="DIR|URL",
+                     help="audit a KRaft cluster from a controller's metadata log: its metadata.log.dir (the folder "
+                          "holding __cluster_metadata-0/), a local folder or an fsspec URL")
     run.add_argument("--cluster", default=None, metavar="NAME",
                      help="the name of the run's one cluster (the cluster column, its snapshot ids and baselines): "
-                          "of a --from-files run, or of a lone --zk/--conn-id")
+                          "of a --from-files or --from-kraft run, or of a lone --zk/--conn-id")
+    run.add_argument("--at-offset", default=None, metavar="N",
+                     help="with --from-kraft: replay the metadata log up to this offset; default: newest")
     run.add_argument("--at-zxid", default=None, metavar="N",
                      help="with --from-files: rebuild the tree at this zxid (decimal or 0x hex); default: newest")
     run.add_argument("--at-time", default=None, metavar="T",
-                     help="with --from-files: rebuild the tree as it was at this ISO 8601 time (naive: UTC)")
+                     help="with --from-files or --from-kraft: the state as it was at this ISO 8601 time (naive: UTC)")
     run.add_argument("-v", "--verbose", action="store_true", help="stream the Airflow run's log to stderr")
     add_stage_parsers(sub)
     return parser
@@ -156,11 +164,15 @@ def _targets(args: argparse.Namespace, connections: dict[str, dict[str, Any]]) -
     if len(set(names)) != len(names):
         return [], f"cluster names must be unique, got {', '.join(names)}"
     if cluster and not clusters:
-        from_files = getattr(args, "from_files", None)
-        if not from_files:
-            return [], "--cluster names the cluster of a --from-files run (or of a lone --zk or --conn-id)"
-        location = from_files if "://" in from_files else str(Path(from_files).resolve())
-        clusters.append({"name": cluster, "files": {"data_dir": location}})  # the from_files param reads the same
+        from_files, from_kraft = getattr(args, "from_files", None), getattr(args, "from_kraft", None)
+        if not from_files and not from_kraft:
+            return [], ("--cluster names the cluster of a --from-files or --from-kraft run (or of a lone --zk or "
+                        "--conn-id)")
+        given_dir = from_files or from_kraft
+        location = given_dir if "://" in given_dir else str(Path(given_dir).resolve())
+        # the from_files / from_kraft param reads the same
+        clusters.append({"name": cluster, **({"files": {"data_dir": location}} if from_files
+                                             else {"kraft": {"metadata_dir": location}})})
     return clusters, None
 
 
@@ -245,16 +257,52 @@ def _files_params(args: argparse.Namespace, cluster_count: int) -> tuple[dict[st
         return {}, str(exc)
     if args.at_zxid is not None and args.at_time is not None:
         return {}, "give --at-zxid or --at-time, not both"
+    if args.from_kraft or args.at_offset is not None:
+        return _kraft_params(args, params, cluster_count)
     if not args.from_files:
         return params, None
     location = args.from_files
     if "://" not in location:
         if not Path(location).is_dir():
             return {}, f"--from-files {location}: no such directory; give ZooKeeper's dataDir (or its version-2/)"
+        if detect_kind(location) == KRAFT:
+            return {}, f"--from-files {location}: {hint(KRAFT)}"
         location = str(Path(location).resolve())
     if cluster_count > 1:
         return {}, "--from-files names one cluster's files; for a fleet, give each cluster files: in the settings"
     return {**params, "from_files": location}, None
+
+
+def _kraft_params(args: argparse.Namespace, params: dict[str, Any],
+                  cluster_count: int) -> tuple[dict[str, Any], str | None]:
+    """The DAG params of ``--from-kraft``/``--at-offset``/``--at-time``, or the problem."""
+    from kafka_zk_audit.snapshot.files.sources import FilesSourceError, check_location
+    from kafka_zk_audit.snapshot.targets import parse_at_offset
+
+    if args.from_files:
+        return {}, "--from-files (ZooKeeper's files) and --from-kraft (a KRaft metadata log) exclude each other"
+    if args.at_zxid is not None:
+        return {}, "--at-zxid goes with --from-files; a KRaft log takes --at-offset or --at-time"
+    if not args.from_kraft:
+        return {}, "--at-offset goes with --from-kraft DIR"
+    try:
+        check_location(args.from_kraft)
+        at_offset = parse_at_offset(args.at_offset)
+    except FilesSourceError as exc:
+        return {}, str(exc)
+    if at_offset is not None and args.at_time is not None:
+        return {}, "give --at-offset or --at-time, not both"
+    location = args.from_kraft
+    if "://" not in location:
+        if not Path(location).is_dir():
+            return {}, (f"--from-kraft {location}: no such directory; give a controller's metadata.log.dir (the folder "
+                        "holding __cluster_metadata-0/)")
+        if detect_kind(location) == ZOOKEEPER:
+            return {}, f"--from-kraft {location}: {hint(ZOOKEEPER)}"
+        location = str(Path(location).resolve())
+    if cluster_count > 1:
+        return {}, "--from-kraft names one cluster's metadata log; for a fleet, give each cluster kraft: in settings"
+    return {**params, "from_kraft": location, **({"at_offset": at_offset} if at_offset is not None else {})}, None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -281,7 +329,7 @@ def run(args: argparse.Namespace) -> int:
         args, len(args.zk) + len(args.conn_id) or (1 if args.cluster else len(cfg.clusters)))
     if problem:
         return _usage_error(problem)
-    if not args.zk and not args.conn_id and not cfg.clusters and not args.from_files:
+    if not args.zk and not args.conn_id and not cfg.clusters and not args.from_files and not args.from_kraft:
         return _usage_error("name the ensemble(s) to audit: --zk HOST:PORT[/chroot] or --conn-id ID (repeat "
                             "either for a fleet), or list clusters in the --config settings file")
     connections: dict[str, dict[str, Any]] = {}
@@ -304,7 +352,7 @@ def run(args: argparse.Namespace) -> int:
     if args.target:
         conf["target_version"] = args.target
     conf.update(files_params)
-    if args.from_files and not clusters and not cfg.clusters:
+    if (args.from_files or args.from_kraft) and not clusters and not cfg.clusters:
         conf["zk_conn_id"] = ""  # no ensemble to name: the manifest names the files
     log_path = Path(env["AIRFLOW_HOME"]) / "logs" / f"kafka-zk-audit-{label}.log"
     what = ", ".join(_described(c, connections) for c in clusters) or ", ".join(cfg.cluster_names())
@@ -312,6 +360,10 @@ def run(args: argparse.Namespace) -> int:
         from kafka_zk_audit.snapshot.files.sources import safe_location
 
         what = f"{what or 'default'} from the ZooKeeper files in {safe_location(args.from_files)}"
+    if args.from_kraft:
+        from kafka_zk_audit.snapshot.files.sources import safe_location
+
+        what = f"{what or 'default'} from the KRaft metadata log in {safe_location(args.from_kraft)}"
     print(f"running DAG kafka_zk_audit for {what}; warehouse {warehouse.root}", file=sys.stderr)
     print(f"Airflow log: {log_path}", file=sys.stderr)
     try:

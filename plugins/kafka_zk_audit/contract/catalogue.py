@@ -39,6 +39,7 @@ class Check:
     tables: tuple[str, ...] = ()
     baselines: tuple[str, ...] = ()
     params: bool = False
+    source: str = ""  # where Kafka keeps the invariant (apache/kafka paths), for the KRaft checks
 
     @property
     def history(self) -> bool:
@@ -154,33 +155,82 @@ CHECKS: tuple[Check, ...] = (
     Check("offset_regressed", "error", "offsets", "a committed offset lower than in the previous snapshot",
           tables=("consumer_offsets", "topics"), baselines=("consumer_offsets", "topics")),
     # KRaft clusters (their metadata log; nothing to find in a ZooKeeper snapshot)
-    Check("leader_fenced", "error", "partitions", "a partition's leader is a fenced or unregistered broker",
-          tables=("partitions", "kraft_brokers", "kraft_log")),
+    Check("leader_fenced", "error", "partitions", "a partition's leader is a fenced broker",
+          tables=("partitions", "kraft_brokers"),
+          source=(
+                  "the quorum controller never elects a fenced broker and moves leadership off a broker it fences: "
+                  "metadata/src/main/java/org/apache/kafka/controller/ReplicationControlManager.java "
+                  "(handleBrokerFenced, generateLeaderAndIsrUpdates) and PartitionChangeBuilder.java "
+                  "(isAcceptableLeader)")),
     Check("elr_invalid", "error", "partitions",
           "the eligible leader replicas overlap the ISR or name a broker that is not a replica",
-          tables=("kraft_partitions", "partitions")),
+          tables=("kraft_partitions", "partitions"),
+          source=(
+                  "KIP-966: metadata/src/main/java/org/apache/kafka/controller/PartitionChangeBuilder.java "
+                  "(maybePopulateTargetElr: ELR members leave the ISR and stay replicas)")),
     Check("directory_unregistered", "warning", "partitions",
           "a replica's log directory is not one its broker registered",
-          tables=("kraft_partitions", "partitions", "kraft_brokers")),
+          tables=("kraft_partitions", "partitions", "kraft_brokers"),
+          source=(
+                  "KIP-858: metadata/src/main/java/org/apache/kafka/controller/ReplicationControlManager.java "
+                  "(assignments checked with BrokerRegistration.hasOnlineDir); DirectoryId.UNASSIGNED, LOST and "
+                  "MIGRATING are not directories")),
     Check("partition_reassignment_stuck", "error", "partitions",
           "a partition has had adding or removing replicas for longer than the reassignment SLA, by the log's clock",
-          tables=("kraft_partitions", "assignments"), params=True),
+          tables=("kraft_partitions", "assignments"), params=True,
+          source=(
+                  "metadata/src/main/java/org/apache/kafka/controller/ReplicationControlManager.java "
+                  "(alterPartitionReassignments; PartitionReassignmentReplicas completes when the adding replicas "
+                  "are in the ISR)")),
     Check("log_epoch_regressed", "error", "partitions",
           "a partition's leader or partition epoch went back within the metadata log",
-          tables=("kraft_anomalies",)),
+          tables=("kraft_anomalies",),
+          source=(
+                  "metadata/src/main/java/org/apache/kafka/metadata/PartitionRegistration.java (merge: every change"
+                  " bumps the partition epoch, a leader change the leader epoch)")),
     Check("quorum_leader_missing", "critical", "controller", "the metadata log names no quorum leader",
-          tables=("kraft_log", "kraft_quorum")),
+          tables=("kraft_log", "kraft_quorum"),
+          source=(
+                  "raft/src/main/java/org/apache/kafka/raft/LeaderState.java (a new leader appends a LeaderChange "
+                  "control record) and FileQuorumStateStore.java (quorum-state)")),
     Check("voter_not_controller", "warning", "controller", "a voter of the quorum is not a registered controller",
-          tables=("kraft_quorum", "kraft_controllers")),
+          tables=("kraft_quorum", "kraft_controllers"),
+          source=(
+                  "KIP-919: metadata/src/main/java/org/apache/kafka/controller/ClusterControlManager.java (replay "
+                  "of RegisterControllerRecord, metadata.version 3.7-IV0+)")),
     Check("metadata_version_unsupported", "error", "brokers",
           "a registered broker does not support the finalized metadata.version",
-          tables=("kraft_brokers", "kraft_features")),
+          tables=("kraft_brokers", "kraft_features"),
+          source=(
+                  "metadata/src/main/java/org/apache/kafka/controller/ClusterControlManager.java "
+                  "(processRegistrationFeature) and FeatureControlManager.java (a level every registered broker "
+                  "supports)")),
     Check("log_replay_inconsistent", "error", "znodes",
           "a record changes a partition, topic or broker the log never created",
-          tables=("kraft_anomalies",)),
+          tables=("kraft_anomalies",),
+          source=(
+                  "metadata/src/main/java/org/apache/kafka/image/TopicsDelta.java and ClusterDelta.java (a change "
+                  "to an unknown partition, topic or broker fails the replay)")),
+    Check("log_corrupt", "error", "znodes",
+          "a batch of the metadata log is corrupt (CRC, magic or framing); the image stops before it",
+          tables=("kraft_anomalies",),
+          source=(
+                  "storage/src/main/java/org/apache/kafka/storage/internals/log/LogSegment.java (recover: truncates"
+                  " at the first invalid batch); "
+                  "clients/src/main/java/org/apache/kafka/common/record/DefaultRecordBatch.java (isValid: magic 2, "
+                  "CRC-32C)")),
+    Check("log_truncated", "warning", "znodes",
+          "a segment of the metadata log ends inside a batch; the image stops before it",
+          tables=("kraft_anomalies",),
+          source=(
+                  "storage/src/main/java/org/apache/kafka/storage/internals/log/LogSegment.java (recover drops a "
+                  "partial last batch)")),
     Check("record_undecodable", "warning", "znodes",
           "a record of an unknown type or version, reported with its offset and left out of the image",
-          tables=("kraft_anomalies",)),
+          tables=("kraft_anomalies",),
+          source=(
+                  "metadata/src/main/java/org/apache/kafka/metadata/MetadataRecordSerde.java (apiKey and version "
+                  "from the generated MetadataRecordType; the value must be consumed exactly)")),
     # Any znode
     Check("malformed_znode", "error", "znodes",
           "data that does not parse, or does not match any known version of its kind",
@@ -197,5 +247,5 @@ ENTITIES: tuple[str, ...] = tuple(dict.fromkeys(check.entity for check in CHECKS
 KRAFT_CHECK_IDS: tuple[str, ...] = (
     "leader_fenced", "elr_invalid", "directory_unregistered", "partition_reassignment_stuck", "log_epoch_regressed",
     "quorum_leader_missing", "voter_not_controller", "metadata_version_unsupported", "log_replay_inconsistent",
-    "record_undecodable",
+    "record_undecodable", "log_corrupt", "log_truncated",
 )

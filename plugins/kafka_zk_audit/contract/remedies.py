@@ -254,6 +254,14 @@ REMEDIES: dict[str, str] = {
         "segment without a checkpoint, files copied from two controllers). Audit a complete copy of one voter's "
         "metadata.log.dir, with its .checkpoint files."
     ),
+    "log_corrupt": (
+        "The controller's disk or the copy damaged a batch; Kafka truncates the segment there on restart and "
+        "fetches the rest from the quorum leader. Audit another voter's copy, and check that controller's disk."
+    ),
+    "log_truncated": (
+        "The copy was taken while the controller wrote, or it crashed mid-write: Kafka drops the torn batch on "
+        "restart. Copy the directory again (or from a stopped controller) to audit the last records."
+    ),
     "record_undecodable": (
         "The record was written by a Kafka release (or pre-release build) whose record layout this audit does "
         "not know; it is left out of the image. Check the writing controller's version; a released Kafka up to "

@@ -169,9 +169,11 @@ TABLES: dict[str, StructType] = {
         ("last_offset", L), ("last_time", L), ("records_applied", L), ("zk_migration_state", I), *ORIGIN,
     ),
     # Records the replay could not use as they stand: kind undecodable_record (an unknown apiKey or version),
-    # leader_epoch_regressed / partition_epoch_regressed, unknown_partition_changed, unknown_topic_removed,
-    # unknown_broker_changed. offset: the record's.
-    "kraft_anomalies": _struct(("kind", S), ("offset", L), ("subject", S), ("detail", S), *ORIGIN),
+    # epoch_regressed (topic and partition set), unknown_partition_changed, unknown_topic_removed,
+    # unknown_broker_changed, log_corrupt / log_truncated (where the replay stopped). offset: the record's.
+    "kraft_anomalies": _struct(
+        ("kind", S), ("offset", L), ("subject", S), ("detail", S), ("topic", S), ("partition", I), *ORIGIN,
+    ),
     # Anything that does not parse or matches no known version of its kind.
     "malformed_znodes": _struct(("kind", S), ("reason", S), *ORIGIN),
     # Znodes the auditor may not read (any path; kind null for containers and unknown paths).

@@ -108,7 +108,8 @@ def test_epochs_going_back_and_changes_to_unknown_partitions_become_anomalies_no
     log.records.append(Undecodable(4, 1_004, 1, 3, 1, "2 bytes left over", "00000000000000000000.log"))
     image = log.replay().image
     assert [(a.kind, a.offset) for a in image.anomalies] == [
-        ("leader_epoch_regressed", regressed), ("unknown_partition_changed", unknown), ("undecodable_record", 4)]
+        ("epoch_regressed", regressed), ("unknown_partition_changed", unknown), ("undecodable_record", 4)]
+    assert image.anomalies[0].detail == "leader epoch 5 -> 3"
     assert "apiKey 3 version 1" in image.anomalies[2].detail
 
 
@@ -130,10 +131,10 @@ def test_the_image_is_laid_out_as_kafkas_zookeeper_writer_lays_it_out() -> None:
     state = nodes["/brokers/topics/orders/partitions/0/state"]
     assert json.loads(state.data) == {"controller_epoch": 7, "leader": 1, "version": 1, "leader_epoch": 3, "isr": [1]}
     assert state.version == 8  # the partition epoch, as the migration maps the state znode's version
-    assert "/brokers/ids/1" in nodes and "/brokers/ids/2" not in nodes  # live = registered and unfenced
+    assert "/brokers/ids/1" in nodes and "/brokers/ids/2" in nodes  # registered, fenced or not
     assert json.loads(nodes["/kraft/brokers/2"].data)["fenced"] is True
-    assert json.loads(nodes["/controller"].data) == {"version": 2, "brokerid": 3000, "timestamp": "1000",
-                                                      "kraftControllerEpoch": 7}
+    assert "/controller" not in nodes and nodes["/controller_epoch"].data == b"7"  # the quorum leader is no broker
+    assert json.loads(nodes["/kraft/quorum"].data)["leader_id"] == 3000
     assert json.loads(nodes["/config/brokers/<default>"].data) == {"version": 1, "config": {"log.retention.ms": "5"}}
     assert json.loads(nodes["/config/topics/orders"].data) == {"version": 1, "config": {}}
     assert json.loads(nodes["/latest_producer_id_block"].data)["block_start"] == "5000"

@@ -17,24 +17,19 @@ from kafka_zk_audit.contract.schemas import KEY
 RESERVED_DIRECTORIES = ("AAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAQ", "AAAAAAAAAAAAAAAAAAAAAg")
 METADATA_VERSION = "metadata.version"
 REPLAY_ANOMALIES = ("unknown_partition_changed", "unknown_topic_removed", "unknown_broker_changed")
-EPOCH_ANOMALIES = ("leader_epoch_regressed", "partition_epoch_regressed")
 
 
 def _kraft_partition_path() -> Column:
     return F.concat(F.lit("/kraft/partitions/"), F.col("topic"), F.lit("/"), F.col("partition").cast("string"))
 
 
-def leader_fenced(partitions: DataFrame, kraft_brokers: DataFrame, kraft_log: DataFrame) -> DataFrame:
-    """A partition's leader (when >= 0) is a registered, unfenced broker: the controller elects only active brokers
-    and moves leadership off a broker it fences (ReplicationControlManager.handleBrokerFenced, PartitionChangeBuilder
-    with isAcceptableLeader = BrokerHeartbeatManager.isActive)."""
-    brokers = kraft_brokers.select(KEY, F.col("broker_id").alias("leader"), "fenced")
-    rows = (partitions.join(kraft_log.select(KEY), KEY)
-            .where(F.col("has_state") & (F.col("leader") >= 0))
-            .join(brokers, [KEY, "leader"], "left")
-            .where(F.col("fenced").isNull() | F.col("fenced")))
-    detail = F.when(F.col("fenced").isNull(), say("leader %s is not a registered broker", "leader")).otherwise(
-        say("leader %s is fenced", "leader"))
+def leader_fenced(partitions: DataFrame, kraft_brokers: DataFrame) -> DataFrame:
+    """A partition's leader (when >= 0) is not a fenced broker: the controller elects only active brokers and moves
+    leadership off a broker it fences (ReplicationControlManager.handleBrokerFenced, PartitionChangeBuilder with
+    isAcceptableLeader = BrokerHeartbeatManager.isActive). An unregistered leader is leader_not_alive's."""
+    fenced = kraft_brokers.where(F.col("fenced")).select(KEY, F.col("broker_id").alias("leader"))
+    rows = partitions.where(F.col("has_state") & (F.col("leader") >= 0)).join(fenced, [KEY, "leader"])
+    detail = say("leader %s is fenced", "leader")
     return to_output(rows, "leader_fenced", topic="topic", partition="partition", path="path", detail=detail)
 
 
@@ -131,9 +126,9 @@ def partition_reassignment_stuck(kraft_partitions: DataFrame, assignments: DataF
 def log_epoch_regressed(kraft_anomalies: DataFrame) -> DataFrame:
     """A partition's leader epoch and partition epoch never go back within the log: a change only bumps them
     (PartitionRegistration.merge); a PartitionRecord that replaces a partition with lower epochs breaks fencing."""
-    rows = kraft_anomalies.where(F.col("kind").isin(*EPOCH_ANOMALIES))
-    detail = say("%s at offset %s: %s (%s)", "kind", "offset", "detail", "subject")
-    return to_output(rows, "log_epoch_regressed", path="path", detail=detail)
+    rows = kraft_anomalies.where(F.col("kind") == "epoch_regressed")
+    detail = say("a PartitionRecord at offset %s sets %s of %s", "offset", "detail", "subject")
+    return to_output(rows, "log_epoch_regressed", topic="topic", partition="partition", path="path", detail=detail)
 
 
 def log_replay_inconsistent(kraft_anomalies: DataFrame) -> DataFrame:
@@ -157,3 +152,18 @@ def record_undecodable(kraft_anomalies: DataFrame) -> DataFrame:
     rows = kraft_anomalies.where(F.col("kind") == "undecodable_record")
     detail = say("record at offset %s could not be decoded: %s", "offset", "detail")
     return to_output(rows, "record_undecodable", path="path", detail=detail)
+
+
+def log_corrupt(kraft_anomalies: DataFrame) -> DataFrame:
+    """Every batch of the metadata log is intact (magic 2, CRC-32C, records that fill it exactly): Kafka's log
+    recovery truncates a segment at its first invalid batch, losing what follows; the image is what precedes it."""
+    rows = kraft_anomalies.where(F.col("kind") == "log_corrupt")
+    return to_output(rows, "log_corrupt", path="path", detail=say("%s (offset %s)", "detail", "offset"))
+
+
+def log_truncated(kraft_anomalies: DataFrame) -> DataFrame:
+    """No segment ends inside a batch: a torn last batch (a crash, or a copy taken while the controller wrote) is
+    dropped by Kafka's recovery, and the image is what precedes it."""
+    rows = kraft_anomalies.where(F.col("kind") == "log_truncated")
+    return to_output(rows, "log_truncated", path="path", detail=say("%s (offset %s)", "detail", "offset"))
+

@@ -31,7 +31,8 @@ PARTITION = spec(("topic_id", S), ("partition_epoch", I), ("leader_epoch", I), (
 QUORUM = spec(("leader_id", I), ("epoch", I), ("voters", INTS), ("granting_voters", INTS), ("kraft_version", I))
 LOG = spec(("last_offset", L), ("last_time", L), ("records_applied", L), ("zk_migration_state", I),
            required=("last_offset",))
-ANOMALY = spec(("kind", S), ("offset", L), ("subject", S), ("detail", S), required=("kind", "offset"))
+ANOMALY = spec(("kind", S), ("offset", L), ("subject", S), ("detail", S), ("topic", S), ("partition", I),
+               required=("kind", "offset"))
 
 # (kind, JSON spec, table, extra columns from the path)
 _DOCUMENTS = (

@@ -281,14 +281,16 @@ def _optional_ints(values: Any) -> list[int] | None:
 
 def _check_epochs(image: MetadataImage, before: Partition, leader_epoch: int, partition_epoch: int, offset: int,
                   time: int) -> None:
-    """An epoch that goes back when a record replaces a partition's state (a change only ever bumps them)."""
-    subject = f"{before.topic_id}:{before.partition}"
+    """Epochs that go back when a record replaces a partition's state (a change only ever bumps them): one anomaly
+    naming both epochs."""
+    went_back = []
     if leader_epoch < before.leader_epoch:
-        image.anomalies.append(Anomaly("leader_epoch_regressed", offset, time, subject,
-                                       f"leader epoch {before.leader_epoch} -> {leader_epoch}"))
+        went_back.append(f"leader epoch {before.leader_epoch} -> {leader_epoch}")
     if partition_epoch < before.partition_epoch:
-        image.anomalies.append(Anomaly("partition_epoch_regressed", offset, time, subject,
-                                       f"partition epoch {before.partition_epoch} -> {partition_epoch}"))
+        went_back.append(f"partition epoch {before.partition_epoch} -> {partition_epoch}")
+    if went_back:
+        image.anomalies.append(Anomaly("epoch_regressed", offset, time, f"{before.topic_id}:{before.partition}",
+                                       ", ".join(went_back)))
 
 
 def _partition_change(image: MetadataImage, fields: dict[str, Any], offset: int, time: int) -> None:
@@ -382,7 +384,7 @@ def _broker_change(image: MetadataImage, fields: dict[str, Any], offset: int, ti
     shutdown = int(fields.get("InControlledShutdown") or 0)
     if shutdown == IN_CONTROLLED_SHUTDOWN:
         broker.in_controlled_shutdown = True
-    if fields.get("LogDirs") is not None:
+    if fields.get("LogDirs"):  # ClusterControlManager: an empty list (the default) changes nothing
         broker.log_dirs = list(fields["LogDirs"])
     broker.origin.touch(offset, time)
 

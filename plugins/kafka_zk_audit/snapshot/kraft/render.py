@@ -5,8 +5,9 @@ metadata/.../migration/KRaftMigrationZkWriter.java, core/.../zk/migration/Zk*Mig
 with their ``topic_id`` and assignment, partition state znodes (controller_epoch = the KRaft leader epoch; the stat
 version = the partition epoch, as the migration maps it), ``/config/<type>/<name>`` (broker ``""`` = ``<default>``),
 client quotas and SCRAM credentials in ``/config/users|clients|ips``, ``/latest_producer_id_block``, ACLs under
-``/kafka-acl*``, delegation tokens, and ``/controller`` + ``/controller_epoch`` as the KRaft quorum leader writes
-them. Registered unfenced brokers are ``/brokers/ids/<id>`` (ZooKeeper lists the live brokers there).
+``/kafka-acl*``, delegation tokens. Every registered broker is ``/brokers/ids/<id>`` (fenced ones too:
+``/kraft/brokers/<id>`` says which), and ``/controller_epoch`` holds the quorum's epoch. There is no ``/controller``:
+the quorum leader is a controller, not a broker, and is the ``/kraft/quorum`` znode's.
 
 What ZooKeeper never held goes under ``/kraft/`` (the project's namespace, not Kafka's): every registered broker
 and controller with its fencing, incarnation, features and log dirs, each partition's ELR and directories, the
@@ -82,12 +83,9 @@ def _kafka_znodes(image: MetadataImage, cluster_id: str | None, last: Origin) ->
     yield from _topics(image)
     yield from _brokers(image)
     quorum = image.quorum
-    if quorum.leader_id is not None and quorum.leader_id >= 0 and quorum.offset is not None:
-        at = Origin(quorum.offset, quorum.time or 0, quorum.offset, quorum.time or 0)
-        yield Znode("/controller", _json({"version": 2, "brokerid": quorum.leader_id,
-                                          "timestamp": str(quorum.time or 0),
-                                          "kraftControllerEpoch": quorum.epoch}), at)
-        yield Znode("/controller_epoch", str(quorum.epoch).encode(), at, version=max(int(quorum.epoch or 0), 0))
+    if quorum.epoch is not None and quorum.epoch >= 0:
+        at = Origin(quorum.offset or 0, quorum.time or 0, quorum.offset or 0, quorum.time or 0)
+        yield Znode("/controller_epoch", str(quorum.epoch).encode(), at, version=quorum.epoch)
     if cluster_id:
         yield Znode("/cluster/id", _json({"version": "1", "id": cluster_id}), Origin(0, 0, 0, 0))
     yield from _configs(image)
@@ -139,8 +137,6 @@ def _endpoint_name(endpoint: dict[str, Any]) -> str:
 
 def _brokers(image: MetadataImage) -> Iterator[Znode]:
     for broker in image.brokers.values():
-        if broker.fenced:
-            continue
         plaintext = [e for e in broker.endpoints if SECURITY_PROTOCOLS.get(e.get("SecurityProtocol")) == "PLAINTEXT"]
         data: dict[str, Any] = {
             "features": {}, "listener_security_protocol_map": {
@@ -271,6 +267,8 @@ def _kraft_znodes(image: MetadataImage, last: Origin) -> Iterator[Znode]:
     for number, anomaly in enumerate(image.anomalies):
         at = Origin(anomaly.offset, anomaly.time, anomaly.offset, anomaly.time)
         topic_id, _, partition = anomaly.subject.partition(":")
-        subject = f"{names[topic_id]}-{partition}" if partition and topic_id in names else anomaly.subject
+        topic = names.get(topic_id) if partition else None
+        subject = f"{topic}-{partition}" if topic else anomaly.subject
         yield Znode(f"{KRAFT_ROOT}/anomalies/{anomaly.offset:020d}-{number}", _json({
-            "kind": anomaly.kind, "offset": anomaly.offset, "subject": subject, "detail": anomaly.detail}), at)
+            "kind": anomaly.kind, "offset": anomaly.offset, "subject": subject, "detail": anomaly.detail,
+            "topic": topic, "partition": int(partition) if topic else None}), at)

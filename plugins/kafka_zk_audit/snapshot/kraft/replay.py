@@ -1,5 +1,7 @@
 """Replay a metadata directory into the image: its plan's checkpoint, then its log records, as Kafka starts up.
 
+A log segment that cannot be read on from some batch (a torn tail, a bad CRC) ends the replay there, as Kafka's
+recovery truncates it, and becomes an anomaly (``log_truncated``, ``log_corrupt``) that the audit reports.
 Records of the checkpoint all stand at the checkpoint's last offset (its end offset − 1): the image cannot tell
 when before that each entity was made. The quorum leader comes from the newest LeaderChange record; a log whose
 last LeaderChange was compacted away falls back on the controller's ``quorum-state`` file (only for the newest
@@ -14,8 +16,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from kafka_zk_audit.snapshot.kraft.batches import Undecodable
-from kafka_zk_audit.snapshot.kraft.image import ImageBuilder
+from kafka_zk_audit.snapshot.kraft.batches import KraftLogError, Undecodable
+from kafka_zk_audit.snapshot.kraft.image import Anomaly, ImageBuilder
 from kafka_zk_audit.snapshot.kraft.metadata_dir import plan_replay
 
 PROGRESS_EVERY = 250_000
@@ -52,10 +54,13 @@ def replay_directory(path: str | Path, *, at_offset: int | None = None, at_time:
         at = (plan.checkpoint.end_offset or 0) - 1
         for record in plan.snapshot_records():
             _apply(builder, record, result, at)
-    for record in plan.log_records():
-        _apply(builder, record, result, None)
-        if progress is not None and result.records % PROGRESS_EVERY == 0:
-            progress(f"replayed {result.records:,} records (offset {record.offset})")
+    try:
+        for record in plan.log_records():
+            _apply(builder, record, result, None)
+            if progress is not None and result.records % PROGRESS_EVERY == 0:
+                progress(f"replayed {result.records:,} records (offset {record.offset})")
+    except KraftLogError as error:
+        _stop_at(builder, result, error)
     quorum, state = builder.image.quorum, plan.directory.quorum_state
     if quorum.leader_id is None and state and plan.target_offset is None and plan.target_time is None:
         quorum.leader_id, quorum.epoch = state.get("leaderId"), state.get("leaderEpoch")
@@ -68,6 +73,20 @@ def replay_directory(path: str | Path, *, at_offset: int | None = None, at_time:
     result.files = manifest["files"]
     result.batches = sum(int(f.get("batches") or 0) for f in manifest["files"])
     return result
+
+
+def _stop_at(builder: ImageBuilder, result: ReplayResult, error: KraftLogError) -> None:
+    """A segment that cannot be read on from a batch: the image is what the records before it make, as Kafka's log
+    recovery truncates a segment at its first invalid batch (LogSegment.recover); the anomaly names the file, the
+    position and what to do."""
+    image = builder.image
+    offset = error.offset if error.offset is not None else image.last_offset + 1
+    truncated = error.what.startswith("the file is truncated")
+    kind = "log_truncated" if truncated else "log_corrupt"
+    name = Path(error.file).name  # a staging folder's path means nothing to the reader
+    detail = f"{name}: byte {error.position} (offset {offset}): {error.what}; {error.what_to_do}"
+    builder.image.anomalies.append(Anomaly(kind, offset, image.last_time or 0, name, detail))
+    result.warnings.append(f"the replay stops at offset {offset}: {detail}")
 
 
 def _apply(builder: ImageBuilder, record: Any, result: ReplayResult, at: int | None) -> None:
