@@ -1,0 +1,96 @@
+"""The ZooKeeper side of a migration diff: a cluster's znodes (relative to its chroot) with what the diff reads.
+
+Three sources give the same ``ZkTree``: a live ensemble (read with kazoo: getData and getChildren only), ZooKeeper's
+own files (``snapshot.files.replay.rebuild_tree``) and a snapshot table already in the warehouse. Secrets are
+fingerprinted as the snapshot does (``snapshot.secrets.Fingerprinter``) before the tree is handed on, so the diff
+compares them by fingerprint and never holds one in clear text; a snapshot table is fingerprinted already.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kafka_zk_audit.snapshot.secrets import Fingerprinter
+
+ZkTree = Mapping[str, "ZkNode"]
+_CHILDREN: dict[int, tuple[ZkTree, int, dict[str, list[str]]]] = {}
+
+
+@dataclass(frozen=True)
+class ZkNode:
+    """One znode: its data (None for a null), stat version, last-modified zxid and time (ms)."""
+
+    data: bytes | None
+    version: int = 0
+    mzxid: int = 0
+    mtime: int = 0
+
+
+def children(tree: ZkTree, parent: str) -> Iterator[str]:
+    """The names of ``parent``'s children in the tree (sorted); a path implies its parents."""
+    cached = _CHILDREN.get(id(tree))
+    if cached is None or cached[0] is not tree or cached[1] != len(tree) or len(_CHILDREN) > 8:
+        _CHILDREN.clear()
+        index: dict[str, set[str]] = {}
+        for path in tree:
+            while path not in ("", "/"):
+                head, _, name = path.rpartition("/")
+                index.setdefault(head or "/", set()).add(name)
+                path = head
+        cached = _CHILDREN[id(tree)] = (tree, len(tree), {key: sorted(names) for key, names in index.items()})
+    yield from cached[2].get(parent.rstrip("/") or "/", [])
+
+
+def _scrubbed(path: str, node: ZkNode, fingerprinter: Fingerprinter | None) -> ZkNode:
+    if fingerprinter is None:
+        return node
+    data, _ = fingerprinter.scrub(path, node.data)
+    return ZkNode(data, node.version, node.mzxid, node.mtime)
+
+
+def tree_from_kazoo(client: Any, fingerprinter: Fingerprinter | None = None) -> dict[str, ZkNode]:
+    """Every znode under the client's chroot (getData and getChildren only), secrets fingerprinted."""
+    tree: dict[str, ZkNode] = {}
+    pending = ["/"]
+    while pending:
+        path = pending.pop()
+        try:
+            data, stat = client.get(path)
+            names = client.get_children(path)
+        except Exception as error:  # a znode that vanished while the tree is read
+            if type(error).__name__ == "NoNodeError":
+                continue
+            raise
+        tree[path] = _scrubbed(path, ZkNode(data, stat.version, stat.mzxid, stat.mtime), fingerprinter)
+        pending.extend(f"{path.rstrip('/')}/{name}" for name in names)
+    return tree
+
+
+def tree_from_files(data_dir: str | Path, chroot: str = "/", log_dir: str | Path | None = None,
+                    fingerprinter: Fingerprinter | None = None) -> dict[str, ZkNode]:
+    """The newest tree ZooKeeper's files at ``data_dir`` hold, under ``chroot``, secrets fingerprinted."""
+    from kafka_zk_audit.snapshot.files.replay import rebuild_tree
+
+    rebuilt = rebuild_tree(data_dir, log_dir)
+    root = "/" + chroot.strip("/") if chroot.strip("/") else ""
+    tree: dict[str, ZkNode] = {}
+    for path, node in rebuilt.nodes.items():
+        if root and path != root and not path.startswith(root + "/"):
+            continue
+        relative = path[len(root):] or "/"
+        data = None if node.data_null else bytes(node.data)
+        tree[relative] = _scrubbed(relative, ZkNode(data, node.version, node.mzxid, node.mtime), fingerprinter)
+    return tree
+
+
+def tree_from_snapshot_table(files: list[str] | str) -> dict[str, ZkNode]:
+    """A tree from a snapshot table's Parquet files (already fingerprinted by the snapshot)."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(files, columns=["path", "data", "version", "mzxid", "mtime"])
+    rows = table.to_pydict()
+    return {path: ZkNode(data, version, mzxid, mtime) for path, data, version, mzxid, mtime in
+            zip(rows["path"], rows["data"], rows["version"], rows["mzxid"], rows["mtime"], strict=True)}
