@@ -22,8 +22,8 @@ kr-clean   a KRaft cluster (``kraft:`` setting) from a generated metadata log of
 kr-planted a generated 4.1 KRaft log with every KRaft plant (kafka_zk_audit_testing.kraft_logs) and a torn last batch:
            each planted problem found exactly once, nothing else
 kr-corrupt a generated KRaft log with a corrupt batch: one log_corrupt finding naming the file and offset
-kr-real    a real Kafka 4.2 controller's metadata dir (../shared/real-data/kraft, IndusWargods__local-test-rig): no
-           finding
+kr-…      one real controller's metadata dir of each dataset of ../shared/real-data/kraft (Kafka 3.5–4.2, written by
+           real clusters; REAL_KRAFT): each one's findings are what its records show (tests/system/test_kraft_fleet.py)
 secured    digest-auth ACLs, read with the connection's login; its controller is missing, with ``for: 1s`` on that
            check: pending in run 1 (no alert), firing in run 2 (one trigger)
 ========== ===================================================================================================
@@ -94,9 +94,18 @@ CHROOTS = {
     "secured": "/secured",
 }
 FILES_CHROOT = "/kafka"  # where tests/conftest.py's history_files wrote its scenario
-KRAFT_CLUSTERS = ("kr-clean", "kr-planted", "kr-corrupt", "kr-real")
-REAL_KRAFT = Path(__file__).resolve().parents[3] / "shared" / "real-data" / "kraft" / "IndusWargods__local-test-rig" \
-    / "kafka-data"
+REAL_DATA = Path(__file__).resolve().parents[3] / "shared" / "real-data" / "kraft"
+# cluster -> one controller's metadata.log.dir of each real dataset (its SOURCE.md tells what the files show)
+REAL_KRAFT = {
+    "kr-kirana": "Balaji-MohanAG__Kirana-store/kafka/data",
+    "kr-hastar": "HastarTara__NE_streaming_project/data",
+    "kr-indus": "IndusWargods__local-test-rig/kafka-data",
+    "kr-apache": "apache__kafka/core/data/kafka-1168504093769635972",
+    "kr-dkoh": "dkoh12__Systems/kafka/data",
+    "kr-galgrayzer": "galgrayzer__kafka-docker-compose/kafka_data/data",
+    "kr-greenlemon": "greenlemonT__kafka-temp/data/kafka1",
+}
+KRAFT_CLUSTERS = ("kr-clean", "kr-planted", "kr-corrupt", *REAL_KRAFT)
 CLUSTERS = (*CHROOTS, DEAD, "files", *KRAFT_CLUSTERS)
 AUDITED = tuple(c for c in CLUSTERS if c != DEAD)
 
@@ -256,7 +265,8 @@ def system(zk_server, history_files, tmp_path_factory) -> Iterator[SystemRun]:
     files_dir, files_scenario = history_files
     tmp = tmp_path_factory.mktemp("system")
     warehouse, home = tmp / "wh", tmp / "airflow"
-    kraft_dirs = {"kr-clean": KraftCluster().write(tmp / "kr-clean"), "kr-real": REAL_KRAFT}
+    kraft_dirs = {"kr-clean": KraftCluster().write(tmp / "kr-clean"),
+                  **{name: REAL_DATA / folder for name, folder in REAL_KRAFT.items()}}
     kraft_planted = planted_cluster(tmp / "kr-planted")
     KraftCluster(KraftClusterSpec(metadata_version=25, topics=4)).write(tmp / "kr-corrupt")
     kraft_planted.append(corrupt(tmp / "kr-corrupt"))

@@ -59,11 +59,14 @@ class ZooKeeperHistoryOperator(AuditSparkSubmitOperator):
         self.cluster = cluster
         self.zk_conn_id = zk_conn_id
         self.zookeeper_files = files or None  # not ``files``: SparkSubmitOperator's own (spark-submit --files)
-        self.kraft = kraft or None  # a KRaft cluster: no ZooKeeper files, no history from them
+        self.kraft = kraft or None  # a KRaft cluster: its history is read from its metadata log
+        self.at_offset = at_offset
         self.at_zxid = at_zxid
         self.at_time = at_time
 
     def execute(self, context: Any) -> dict[str, Any]:
+        if self.kraft and self.kraft.get("metadata_dir"):
+            return self._kraft_history()
         from kafka_zk_audit.airflow.hooks.zookeeper_files import cluster_zookeeper_files
         from kafka_zk_audit.history.task import (
             history_skip_reason,
@@ -95,3 +98,33 @@ class ZooKeeperHistoryOperator(AuditSparkSubmitOperator):
                 if not plan.ended_on_log_errors():
                     raise
         return plan.result(self.log)
+
+    def _kraft_history(self) -> dict[str, Any]:
+        """A KRaft cluster's history, read from its metadata log in this process (no Spark application: the replay
+        is the scan): the intervals still open at, or started after, the previous history's end."""
+        from kafka_zk_audit.airflow.hooks.zookeeper_files import cluster_kraft_files
+        from kafka_zk_audit.history.job import new_history_id
+        from kafka_zk_audit.history.kraft_log import write_kraft_history
+        from kafka_zk_audit.history.task import describe_history, next_history_zxid
+
+        settings = load_config(self.audit_config or None).history
+        who = f"cluster {self.cluster}" if self.cluster else "this cluster"
+        if not settings.enabled:
+            raise AirflowSkipException(f"the setting history.enabled is false: no history of {who}")
+        if self.at_time or self.at_offset not in (None, ""):
+            raise AirflowSkipException(f"this run replays {who} up to a past point (at_offset/at_time): it does "
+                                       "not extend the history")
+        warehouse = Warehouse(self.warehouse or default_warehouse())
+        from_offset = next_history_zxid(warehouse, self.cluster)
+        with cluster_kraft_files(self.kraft or {}) as staged:
+            summary = write_kraft_history(warehouse, staged.data_dir, history_id=new_history_id(),
+                                          cluster=self.cluster, from_offset=from_offset,
+                                          min_interval_ms=int(settings.min_interval.total_seconds() * 1000),
+                                          origin=staged.origin if staged.fetched else None)
+        if summary is None:
+            raise AirflowSkipException(f"no record in the metadata log of {who} since offset {from_offset}: no new "
+                                       "history")
+        self.log.info("history %s of %s: offsets %s-%s, %s", summary["history_id"], who, summary["first_zxid"],
+                      summary["last_zxid"], summary["checks"])
+        return describe_history(summary, from_offset)
+

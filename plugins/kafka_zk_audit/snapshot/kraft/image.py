@@ -14,7 +14,7 @@ exist) and epochs that go back are kept as ``anomalies``, never raised.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -156,8 +156,10 @@ class MetadataImage:
 class ImageBuilder:
     """Applies records in offset order; ``image`` is the state after every complete transaction so far."""
 
-    def __init__(self, image: MetadataImage | None = None) -> None:
+    def __init__(self, image: MetadataImage | None = None,
+                 observer: Callable[[Any, int, int], None] | None = None) -> None:
         self.image = image or MetadataImage()
+        self.observer = observer  # called after each record is applied: (record, offset, time)
         self._pending: list[tuple[Any, int, int]] | None = None
         self.open_transaction: tuple[int, str] | None = None
         self.aborted_transactions = 0
@@ -170,6 +172,8 @@ class ImageBuilder:
         image.last_offset, image.last_time = max(image.last_offset, offset), time
         if record.control:
             self._control(record, offset, time)
+            if self.observer is not None:
+                self.observer(record, offset, time)
             return
         name = record.name
         if name in TRANSACTION_MARKERS:
@@ -221,6 +225,8 @@ class ImageBuilder:
         self.image.records_applied += 1
         if handler is not None:
             handler(self.image, record.fields, offset, time)
+            if self.observer is not None:
+                self.observer(record, offset, time)
 
 
 def _origin(offset: int, time: int) -> Origin:

@@ -266,6 +266,16 @@ def plan_replay(path: str | Path | MetadataDir, *, at_offset: int | None = None,
     return ReplayPlan(directory, checkpoint, header, segments, start, target, at_time, warnings)
 
 
+def plan_history(path: str | Path | MetadataDir) -> ReplayPlan:
+    """The plan that replays everything the retained files hold: from the oldest state they can rebuild (offset 0,
+    or the oldest usable checkpoint when the log's start was deleted) to the end of the log, for a history."""
+    directory = path if isinstance(path, MetadataDir) else open_metadata_dir(path)
+    plan = plan_replay(directory, at_offset=_oldest_state(directory))
+    plan.target_offset = None
+    plan.segments = _segments_between(directory.segments, plan.start_offset, None)
+    return plan
+
+
 def _oldest_state(directory: MetadataDir) -> int:
     """The lowest target offset the files can rebuild."""
     ends = [c.end_offset - 1 for c in directory.checkpoints if c.end_offset]
