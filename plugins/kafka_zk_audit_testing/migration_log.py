@@ -37,7 +37,7 @@ from kafka_zk_audit.snapshot.migration.mapping import (
     parse_release,
     skips_pending_deletions,
 )
-from kafka_zk_audit.snapshot.migration.tree import ZkTree, children
+from kafka_zk_audit.snapshot.migration.tree import ZkTree, children, data_of
 from kafka_zk_audit_testing.kraft_logs import T0, uuid
 from kafka_zk_audit_testing.simulator.registry import Planted
 
@@ -171,7 +171,7 @@ def write_migration_log(tree: ZkTree, root: Path, release: str = "3.9", *, plant
 def _register_brokers(w: _Writer, tree: ZkTree, mv: int) -> None:
     ids = {int(name) for name in children(tree, "/brokers/ids")}
     for topic in children(tree, "/brokers/topics"):
-        for replicas in ((_load(tree[f"/brokers/topics/{topic}"].data) or {}).get("partitions") or {}).values():
+        for replicas in ((_load(data_of(tree, f"/brokers/topics/{topic}")) or {}).get("partitions") or {}).values():
             ids.update(int(r) for r in replicas)
     for broker in sorted(ids):
         record: dict[str, Any] = {
@@ -199,7 +199,7 @@ def _load_all(w: _Writer, tree: ZkTree) -> int:
             last = w.add(records)
     for records in _quota_and_scram_lists(w, tree):
         last = w.add(records)
-    block = _load(tree["/latest_producer_id_block"].data) if "/latest_producer_id_block" in tree else None
+    block = _load(data_of(tree, "/latest_producer_id_block")) if "/latest_producer_id_block" in tree else None
     if block:
         fixed = w.release >= (3, 6, 1) or (3, 5, 2) <= w.release < (3, 6, 0)
         next_id = int(block["block_end"]) + 1 if fixed else int(block["block_start"])
@@ -222,7 +222,7 @@ def _load_all(w: _Writer, tree: ZkTree) -> int:
 
 def _topic_records(w: _Writer, tree: ZkTree, topic: str) -> list[Record]:
     path = f"/brokers/topics/{topic}"
-    document = _load(tree[path].data) or {}
+    document = _load(data_of(tree, path)) or {}
     if w.plant("topic_left_out", topic=topic, path=path):
         return []
     topic_id = document.get("topic_id") or uuid("topic", topic)
@@ -254,7 +254,7 @@ def _topic_records(w: _Writer, tree: ZkTree, topic: str) -> list[Record]:
 def _config_records(w: _Writer, tree: ZkTree, resource_type: int, zk_name: str) -> list[Record]:
     kind = "topics" if resource_type == TOPIC_TYPE else "brokers"
     path = f"/config/{kind}/{zk_name}"
-    config = (_load(tree[path].data) or {}).get("config") or {} if path in tree else {}
+    config = (_load(data_of(tree, path)) or {}).get("config") or {} if path in tree else {}
     name = "" if zk_name == "<default>" else zk_name
     records: list[Record] = []
     for key, value in config.items():
@@ -286,7 +286,7 @@ def _quota_and_scram_lists(w: _Writer, tree: ZkTree) -> list[list[Record]]:
         entities += [(f"/config/users/{user}/clients/{client}", [("users", user), ("clients", client)])
                      for client in children(tree, f"/config/users/{user}/clients")]
     for path, entity in entities:
-        config = (_load(tree[path].data) or {}).get("config") or {}
+        config = (_load(data_of(tree, path)) or {}).get("config") or {}
         parts = [{"EntityType": zk_type if w.release < (3, 5, 0) else QUOTA_TYPES[zk_type],
                   "EntityName": _quota_name(w, name, path)} for zk_type, name in entity]
         quotas = [(QUOTA, 0, {"Entity": parts, "Key": key, "Value": float(value), "Remove": False})
@@ -321,7 +321,7 @@ def _acl_records(w: _Writer, tree: ZkTree) -> list[Record]:
                 continue
             for name in children(tree, f"{prefix}{resource_type}"):
                 path = f"{prefix}{resource_type}/{name}"
-                for ace in (_load(tree[path].data) or {}).get("acls") or []:
+                for ace in (_load(data_of(tree, path)) or {}).get("acls") or []:
                     if w.plant("acl_missing", path=path):
                         continue
                     records.append((ACL, 0, {
@@ -334,7 +334,7 @@ def _acl_records(w: _Writer, tree: ZkTree) -> list[Record]:
 
 
 def _token_record(tree: ZkTree, token: str) -> Record:
-    data = _load(tree[f"/delegation_token/tokens/{token}"].data) or {}
+    data = _load(data_of(tree, f"/delegation_token/tokens/{token}")) or {}
     return (TOKEN, 0, {"Owner": data.get("owner"), "Requester": data.get("tokenRequester") or data.get("owner"),
                        "Renewers": data.get("renewers") or [], "IssueTimestamp": data.get("issueTimestamp"),
                        "MaxTimestamp": data.get("maxTimestamp"), "ExpirationTimestamp": data.get("expiryTimestamp"),
@@ -344,7 +344,7 @@ def _token_record(tree: ZkTree, token: str) -> Record:
 def _dual_writes_after(w: _Writer, tree: ZkTree) -> None:
     """KRaft goes on after the offset ZooKeeper reflects: a new topic and 10 minutes of NoOps that never reach it."""
     topic_id = uuid("topic", "created-after-dual-writes-stopped")
-    broker = min(int(name) for name in children(tree, "/brokers/ids")) if children(tree, "/brokers/ids") else 1
+    broker = min([int(name) for name in children(tree, "/brokers/ids")], default=1)
     w.add([(TOPIC, 0, {"Name": "created-after-dual-writes-stopped", "TopicId": topic_id}),
            (PARTITION, 0, {"PartitionId": 0, "TopicId": topic_id, "Replicas": [broker], "Isr": [broker],
                            "RemovingReplicas": [], "AddingReplicas": [], "Leader": broker, "LeaderEpoch": 0,

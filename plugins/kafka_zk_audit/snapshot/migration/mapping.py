@@ -23,7 +23,7 @@ from urllib.parse import quote, unquote
 from kafka_zk_audit.contract.secrets import ENCRYPTED_VALUE, FINGERPRINT_PREFIX, is_secret_config
 from kafka_zk_audit.snapshot.kraft.image import MetadataImage
 from kafka_zk_audit.snapshot.kraft.render import OPERATIONS, PATTERN_TYPES, PERMISSIONS, RESOURCE_TYPES
-from kafka_zk_audit.snapshot.migration.tree import ZkTree, children
+from kafka_zk_audit.snapshot.migration.tree import ZkNode, ZkTree, children, data_of
 
 Release = tuple[int, int, int]
 MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
@@ -126,7 +126,7 @@ def zk_entries(tree: ZkTree, release: Release) -> Iterator[Entry]:
 
 def _zk_topic(tree: ZkTree, topic: str) -> Iterator[Entry]:
     path = f"/brokers/topics/{topic}"
-    node = tree[path]
+    node = tree.get(path) or ZkNode(None)
     document = _load(node.data) or {}
     topic_id = document.get("topic_id")
     yield Entry("topic", topic, topic_id, None, f"znode {path} = {_shown(node.data)}", topic=topic, path=path)
@@ -177,7 +177,7 @@ def _entity_name(zk_name: str) -> str | None:
 
 def _zk_quotas(tree: ZkTree) -> Iterator[Entry]:
     for path, entity in _quota_entities(tree):
-        config = (_load(tree[path].data) or {}).get("config") or {}
+        config = (_load(data_of(tree, path)) or {}).get("config") or {}
         for key, value in sorted(config.items()):
             if key.startswith("SCRAM-"):
                 continue
@@ -192,7 +192,7 @@ def _zk_quotas(tree: ZkTree) -> Iterator[Entry]:
 def _zk_scram(tree: ZkTree) -> Iterator[Entry]:
     for user in children(tree, "/config/users"):
         path = f"/config/users/{user}"
-        config = (_load(tree[path].data) or {}).get("config") or {}
+        config = (_load(data_of(tree, path)) or {}).get("config") or {}
         for key, value in sorted(config.items()):
             if key in MECHANISMS.values():
                 yield Entry("scram", _json([_entity_name(user), key]), str(value), None,
@@ -206,7 +206,7 @@ def _zk_acls(tree: ZkTree) -> Iterator[Entry]:
                 continue  # ZAMC: a resource type SecurityUtils cannot parse is skipped with a warning
             for name in children(tree, f"{prefix}{resource_type}"):
                 path = f"{prefix}{resource_type}/{name}"
-                for ace in (_load(tree[path].data) or {}).get("acls") or []:
+                for ace in (_load(data_of(tree, path)) or {}).get("acls") or []:
                     key = [resource_type, name, pattern, ace.get("principal"), ace.get("host"),
                            ace.get("operation"), ace.get("permissionType")]
                     yield Entry("acl", _json(key), None, None, f"znode {path} = {_json(ace)}", path=path)

@@ -94,3 +94,9 @@ def tree_from_snapshot_table(files: list[str] | str) -> dict[str, ZkNode]:
     rows = table.to_pydict()
     return {path: ZkNode(data, version, mzxid, mtime) for path, data, version, mzxid, mtime in
             zip(rows["path"], rows["data"], rows["version"], rows["mzxid"], rows["mtime"], strict=True)}
+
+
+def data_of(tree: ZkTree, path: str) -> bytes | None:
+    """The data of ``path``, None when it is null or the znode is absent (a path implied by a child only)."""
+    node = tree.get(path)
+    return None if node is None else node.data
