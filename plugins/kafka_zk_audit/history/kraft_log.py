@@ -214,6 +214,7 @@ def write_kraft_history(warehouse: Warehouse, metadata_dir: str, *, history_id: 
     for row in rows:
         entry = counts.setdefault(row["check_id"], {"listed": 0, "short": 0})
         entry["listed" if row in listed else "short"] += 1
+    warehouse.fs.makedirs(warehouse.fs_path(f"{root}/intervals"), exist_ok=True)
     with warehouse.fs.open(warehouse.fs_path(f"{root}/intervals/part-00000.parquet"), "wb") as sink:
         pq.write_table(pa.Table.from_pylist(listed, schema=INTERVAL_SCHEMA), sink)
     summary = {
