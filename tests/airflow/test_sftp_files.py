@@ -89,3 +89,26 @@ def test_a_missing_remote_folder_says_so(sftp_conn, tmp_path):
     with pytest.raises(FilesSourceError, match="no such directory"):
         with sftp_zookeeper_files(sftp_conn, str(tmp_path / "absent")):
             pass
+
+
+def test_a_kraft_metadata_dir_over_sftp_replays_to_the_same_image(sftp_conn, tmp_path):
+    """The KRaft source over the same SFTP connection: only the log, the checkpoints and the root's small files are
+    fetched, and the image equals the one from the original folder."""
+    from kafka_zk_audit.airflow.hooks.zookeeper_files import cluster_kraft_files
+    from kafka_zk_audit.snapshot.kraft.replay import replay_directory
+    from kafka_zk_audit_testing.kraft_logs import KraftCluster
+
+    root = KraftCluster().write(tmp_path / "metadata")
+    (root / "__cluster_metadata-0" / "00000000000000000000.index").write_bytes(b"\0" * 4096)  # not fetched
+    with cluster_kraft_files({"metadata_dir": str(root), "sftp_conn_id": sftp_conn}) as staged:
+        assert staged.origin == f"{sftp_conn}:{root}"
+        assert sorted(staged.fetched) == sorted(
+            [p.name for p in (root / "__cluster_metadata-0").glob("*.log")]
+            + ["quorum-state", "meta.properties", "bootstrap.checkpoint"])
+        fetched = replay_directory(staged.data_dir).builder.image
+    original = replay_directory(root).builder.image
+    assert (fetched.last_offset, fetched.topics.keys(), fetched.partitions.keys()) == \
+        (original.last_offset, original.topics.keys(), original.partitions.keys())
+    with pytest.raises(FilesSourceError, match="no KRaft metadata log here"):
+        with cluster_kraft_files({"metadata_dir": str(tmp_path), "sftp_conn_id": sftp_conn}):
+            pass
