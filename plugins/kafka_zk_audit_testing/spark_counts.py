@@ -1,0 +1,102 @@
+"""Count the Spark work a stretch of driver code does: DataFrames built, analyses, Spark jobs and JVM calls.
+
+    with SparkCounter(spark) as counted:
+        run_audit(spark, warehouse, snapshot_id, None)
+    counted.counts  # {"dataframes": 612, "analyses": 1480, "jobs": 9, "jvm_calls": 20512, "rule_seconds": 4.1}
+
+* **dataframes**: PySpark ``DataFrame`` objects created in this process (each wraps a new JVM Dataset, which
+  Catalyst analyses when it is created);
+* **analyses**: the runs of Catalyst's analyzer in the driver JVM (its ``LookupFunctions`` rule runs once per
+  analysis), from ``RuleExecutor``'s metrics; ``rule_seconds`` is the time of every analyzer and optimizer rule;
+* **jobs**: the Spark jobs the session's status tracker saw start;
+* **jvm_calls**: py4j commands sent from this process to the driver JVM (the counting's own few included).
+
+The counters patch PySpark's classes for the life of the context and put them back after. The package never
+imports this module: the benchmark (``bench/bench_audit_counts.py``) and a test (a bound on the DataFrames an audit
+builds) do.
+"""
+
+from __future__ import annotations
+
+import re
+from types import TracebackType
+from typing import Any
+
+ANALYSIS_RULE = "org.apache.spark.sql.catalyst.analysis.Analyzer$LookupFunctions"
+_RULE_LINE = re.compile(r"^(\S+)\s+\d+ / \d+\s+\d+ / (\d+)\s*$")
+
+
+def _classic_dataframe() -> type:
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    return DataFrame
+
+
+def _client_connection() -> type:
+    import py4j.clientserver
+
+    return py4j.clientserver.ClientServerConnection
+
+
+def rule_runs(spark: Any, rule: str = ANALYSIS_RULE) -> int:
+    """Total runs of one Catalyst rule so far in ``spark``'s driver JVM (0 when it never ran)."""
+    dump = spark._jvm.org.apache.spark.sql.catalyst.rules.RuleExecutor.dumpTimeSpent()
+    for line in dump.splitlines():
+        match = _RULE_LINE.match(line.strip())
+        if match and match.group(1) == rule:
+            return int(match.group(2))
+    return 0
+
+
+def rule_nanos(spark: Any) -> int:
+    """Nanoseconds spent so far in every analyzer and optimizer rule of ``spark``'s driver JVM."""
+    return int(spark._jvm.org.apache.spark.sql.catalyst.rules.RuleExecutor.getCurrentMetrics().time())
+
+
+class SparkCounter:
+    """A context counting the DataFrames, analyses, Spark jobs and JVM calls of the code it wraps."""
+
+    def __init__(self, spark: Any) -> None:
+        self.spark = spark
+        self.counts: dict[str, float] = {}
+        self._dataframes = 0
+        self._calls = 0
+        self._patched: list[tuple[type, str, Any]] = []
+        self._start: dict[str, float] = {}
+
+    def _jobs(self) -> int:
+        return len(self.spark.sparkContext._jsc.statusTracker().getJobIdsForGroup(None))
+
+    def _patch(self) -> None:
+        frame_class, connection = _classic_dataframe(), _client_connection()
+        frame_init, send = frame_class.__init__, connection.send_command
+        counter = self
+
+        def counted_init(frame: Any, *args: Any, **kwargs: Any) -> None:
+            counter._dataframes += 1
+            frame_init(frame, *args, **kwargs)
+
+        def counted_send(conn: Any, command: str, *args: Any, **kwargs: Any) -> Any:
+            counter._calls += 1
+            return send(conn, command, *args, **kwargs)
+
+        self._patched = [(frame_class, "__init__", frame_init), (connection, "send_command", send)]
+        frame_class.__init__ = counted_init  # type: ignore[method-assign]
+        connection.send_command = counted_send  # type: ignore[method-assign]
+
+    def _read(self) -> dict[str, float]:
+        return {"dataframes": self._dataframes, "analyses": rule_runs(self.spark), "jobs": self._jobs(),
+                "jvm_calls": self._calls, "rule_seconds": rule_nanos(self.spark) / 1e9}
+
+    def __enter__(self) -> SparkCounter:
+        self._patch()
+        self._start = self._read()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        end = self._read()
+        for owner, name, original in self._patched:
+            setattr(owner, name, original)
+        self._patched = []
+        self.counts = {key: end[key] - self._start[key] for key in end}
+        self.counts["rule_seconds"] = round(self.counts["rule_seconds"], 3)
