@@ -21,6 +21,8 @@ One stage at a time, without Airflow (``stages``):
                            [--config FILE] [--spark-master local[*]] [--json]
     kafka-zk-audit readiness --zk [NAME=]HOST:PORT[/chroot] | --conn-id ID [--target 3.9] [--warehouse DIR]
                              [--config FILE] [--spark-master local[*]] [--json]
+    kafka-zk-audit migration-diff --zk HOST:PORT[/chroot] | --from-files DIR [--chroot C] --from-kraft DIR
+                                  [--release 3.9] [--json]      (0: the migration verified, 1: diverged)
 
 Credentials come only from the Airflow connection or ``KAFKA_ZK_AUDIT_ZK_AUTH=digest:USER:PASSWORD``,
 never from argv. Exit codes:
@@ -54,6 +56,7 @@ from kafka_zk_audit.cli.common import (
     say,
     unique_names,
 )
+from kafka_zk_audit.cli.migration_diff import add_parser as add_migration_diff_parser
 from kafka_zk_audit.cli.stages import add_parsers as add_stage_parsers
 from kafka_zk_audit.snapshot.kraft.kind import KRAFT, ZOOKEEPER, detect_kind, hint
 
@@ -99,6 +102,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="with --from-files or --from-kraft: the state as it was at this ISO 8601 time (naive: UTC)")
     run.add_argument("-v", "--verbose", action="store_true", help="stream the Airflow run's log to stderr")
     add_stage_parsers(sub)
+    add_migration_diff_parser(sub)
     return parser
 
 
@@ -143,7 +147,7 @@ def _targets(args: argparse.Namespace, connections: dict[str, dict[str, Any]]) -
             return [], f"the cluster is named twice: {name}= and --cluster {cluster}"
         given = [(kind, cluster, value)]
     # a connection id has no chroot: it names its cluster itself
-    derived = [name_from_address(value) for _, _, value in given] if fleet else ["default"] * len(given)
+    derived = [name_from_address(value) if kind == "zk" else value for kind, _, value in given]
     names = unique_names([name for _, name, _ in given], derived)
     clusters = []
     for index, ((kind, _, target), name) in enumerate(zip(given, names, strict=True)):
