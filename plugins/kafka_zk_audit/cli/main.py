@@ -147,7 +147,7 @@ def _targets(args: argparse.Namespace, connections: dict[str, dict[str, Any]]) -
             return [], f"the cluster is named twice: {name}= and --cluster {cluster}"
         given = [(kind, cluster, value)]
     # a connection id has no chroot: it names its cluster itself
-    derived = [name_from_address(value) if kind == "zk" else value for kind, _, value in given]
+    derived = [name_from_address(value) for _, _, value in given] if fleet else ["default"] * len(given)
     names = unique_names([name for _, name, _ in given], derived)
     clusters = []
     for index, ((kind, _, target), name) in enumerate(zip(given, names, strict=True)):
