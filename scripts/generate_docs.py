@@ -167,6 +167,30 @@ def render_readiness(conditions: tuple[Condition, ...] = CONDITIONS) -> list[str
     return lines
 
 
+VERIFICATION_INTRO = (
+    "After a ZK → KRaft migration (and during its dual writes), `kafka-zk-audit migration-diff` compares "
+    "ZooKeeper's last state with the KRaft metadata log, record by record, at the offset ZooKeeper reflects "
+    "(`/migration`'s `kraft_metadata_offset`), under the mapping rules of the Kafka release that ran the migration "
+    "(3.4–3.9). Exit 0: the migration is verified; 1: each divergence below is printed with both sides' evidence "
+    "(the znode path and value; the record offset and value), secrets only as fingerprints."
+)
+
+
+def render_verification() -> list[str]:
+    """The "Migration verification" section of docs/checks.md (lines): each divergence kind, each omission."""
+    from kafka_zk_audit.contract.migration_checks import DIVERGENCES, OMISSIONS
+
+    lines = ["## Migration verification", "", VERIFICATION_INTRO, "", "| check | severity |", "|---|---|"]
+    lines += [f"| [`{d.check_id}`](#{d.check_id}) | {d.severity} |" for d in DIVERGENCES]
+    for divergence in DIVERGENCES:
+        lines += ["", f"### `{divergence.check_id}`", "",
+                  f"**{divergence.severity}**: {markdown_text(divergence.meaning)}.", "",
+                  f"**Kafka:** `{divergence.source}`", "", f"**Remedy:** {divergence.remedy}"]
+    lines += ["", "### Left out on purpose (no finding)", ""]
+    lines += [f"- {markdown_text(what)}. *Kafka:* `{source}`" for what, source in OMISSIONS]
+    return lines
+
+
 def render_checks(checks: tuple[Check, ...] = CHECKS, conditions: tuple[Condition, ...] = CONDITIONS) -> str:
     """The whole of docs/checks.md; ``ValueError`` when a check has no remedy."""
     missing = missing_remedies(checks)
@@ -189,6 +213,7 @@ def render_checks(checks: tuple[Check, ...] = CHECKS, conditions: tuple[Conditio
             if check.entity == entity:
                 lines += _section(check)
     lines += [""] + render_readiness(conditions)
+    lines += [""] + render_verification()
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
