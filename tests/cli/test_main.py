@@ -163,7 +163,8 @@ def test_derived_names_are_valid_cluster_names_and_unique():
     assert [c["name"] for c in targets(zk=["h:1/a", "h:2/a"], from_files="x")[0]] == ["a", "a-2"]
     assert [c["name"] for c in targets(zk=["a=h:1/x", "h:2/a"], from_files="x")[0]] == ["a", "a-2"]
     assert [c["name"] for c in targets(conn_id=["zk_eu", "zk_us"])[0]] == ["zk_eu", "zk_us"]
-    assert targets(zk=["h:1/a"], from_files="x")[0][0]["name"] == "default"  # a lone unnamed target, as before
+    assert targets(zk=["h:1/a"], from_files="x")[0][0]["name"] == "a"  # a lone unnamed target too
+    assert targets(conn_id=["zk_eu"])[0][0]["name"] == "zk_eu"
     assert targets(zk=["h:1/a"], cluster="shop", from_files="x")[0][0]["name"] == "shop"
     twice = targets(zk=["eu=h:1/a"], cluster="shop", from_files="x")[1]
     assert twice == "the cluster is named twice: eu= and --cluster shop"

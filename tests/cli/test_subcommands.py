@@ -96,7 +96,8 @@ def snapshot_and_audit(zk_server, tmp_path_factory, refused_snapshots, snapshot_
 
 def test_snapshot_prints_its_manifest_and_the_parquet_rows_match(snapshot_and_audit):
     manifest, warehouse = snapshot_and_audit["manifest"], snapshot_and_audit["warehouse"]
-    assert manifest["snapshot_id"].endswith("-default") and manifest["cluster"] == "default"
+    # an unnamed --zk is named after its address: the chroot's last segment
+    assert manifest["snapshot_id"].endswith("-cli_subcommands") and manifest["cluster"] == "cli_subcommands"
     assert manifest["chroot"] == "/cli_subcommands"
     table = pq.read_table(warehouse / "snapshots" / f"snapshot_id={manifest['snapshot_id']}")
     assert table.num_rows == manifest["znodes"] > 50

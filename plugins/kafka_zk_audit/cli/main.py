@@ -9,9 +9,9 @@
     kafka-zk-audit run --from-kraft DIR|URL [--cluster NAME] [--at-offset N | --at-time T]
                                      (a KRaft cluster, replayed from a controller's metadata log)
 
-Cluster names: ``NAME=`` or ``--cluster NAME``; a lone unnamed target is ``default``; in a fleet an unnamed ``--zk``
-is named after its address (its chroot's last segment, else ``HOST-PORT``), an unnamed ``--conn-id`` after the
-connection, each made unique with ``-2``, ``-3``, ….
+Cluster names: ``NAME=`` or ``--cluster NAME``; an unnamed ``--zk`` is named after its address (its chroot's last
+segment, else ``HOST-PORT``), an unnamed ``--conn-id`` after the connection, each made unique with ``-2``, ``-3``, …;
+a ``--from-files``/``--from-kraft`` run without ``--cluster`` (and without a ``--zk``) is ``default``.
 
 One stage at a time, without Airflow (``stages``):
 
@@ -147,7 +147,7 @@ def _targets(args: argparse.Namespace, connections: dict[str, dict[str, Any]]) -
             return [], f"the cluster is named twice: {name}= and --cluster {cluster}"
         given = [(kind, cluster, value)]
     # a connection id has no chroot: it names its cluster itself
-    derived = [name_from_address(value) for _, _, value in given] if fleet else ["default"] * len(given)
+    derived = [name_from_address(value) if kind == "zk" else value for kind, _, value in given]
     names = unique_names([name for _, name, _ in given], derived)
     clusters = []
     for index, ((kind, _, target), name) in enumerate(zip(given, names, strict=True)):

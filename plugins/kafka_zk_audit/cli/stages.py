@@ -29,6 +29,7 @@ from kafka_zk_audit.cli.common import (
     check_reachable,
     cluster_name_problem,
     fail,
+    name_from_address,
     named,
     say,
 )
@@ -94,13 +95,15 @@ def airflow_connection(conn_id: str) -> dict[str, Any] | None:
     return found
 
 
-def cluster_of(args: argparse.Namespace, prefixed: str | None) -> tuple[str, str | None]:
-    """(the snapshot's cluster name, the problem): ``--cluster NAME``, else the target's ``NAME=``, else
-    ``default``; refused when both name it differently or the name is not a valid cluster name."""
+def cluster_of(args: argparse.Namespace, prefixed: str | None,
+               derived: str | None = None) -> tuple[str, str | None]:
+    """(the snapshot's cluster name, the problem): ``--cluster NAME``, else the target's ``NAME=``, else the name
+    ``derived`` from its address (as ``run`` names it), else ``default``; refused when both name it differently or
+    the name is not a valid cluster name."""
     given = getattr(args, "cluster", None)
     if given and prefixed and given != prefixed:
         return given, f"the cluster is named twice: {prefixed}= and --cluster {given}"
-    name = given or prefixed or "default"
+    name = given or prefixed or derived or "default"
     return name, cluster_name_problem(name) if given else None
 
 
@@ -114,7 +117,7 @@ def zookeeper_settings(args: argparse.Namespace) -> tuple[Any, str, str | None]:
     )
 
     name, target = named(args.zk or args.conn_id)
-    cluster, problem = cluster_of(args, name)
+    cluster, problem = cluster_of(args, name, name_from_address(target) if args.zk else target)
     if problem:
         return None, cluster, problem
     try:
