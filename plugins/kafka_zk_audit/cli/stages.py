@@ -204,21 +204,32 @@ def take_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | None, int]
     return manifest, EXIT_DONE
 
 
-def take_offline_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | None, int]:
-    """Rebuild the tree from ZooKeeper's files (``--from-files``) into the warehouse: (manifest, 0), or (None,
-    exit code) after saying what went wrong (2: the files or arguments cannot give a tree, nothing written)."""
+def _files_target(args: argparse.Namespace, given: str) -> tuple[Any, str, str, str | None]:
+    """(settings, the folder or URL, the cluster name, problem) of ``--from-files``/``--from-kraft [NAME=]DIR``."""
+    cfg, _, problem = _settings_file(args.config)
+    name, source = named(given)
+    cluster, naming = cluster_of(args, name)
+    return cfg, source, cluster, problem or naming
+
+
+def _writing_to(args: argparse.Namespace, cfg: Any) -> tuple[Warehouse, Any]:
+    """The warehouse and snapshot options of a snapshot about to be written (and its log on stderr)."""
     import logging
 
     from kafka_zk_audit.contract.snapshot_options import SnapshotOptions
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
+    return Warehouse(args.warehouse or default_warehouse()), SnapshotOptions.from_settings(cfg.snapshot)
+
+
+def take_offline_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | None, int]:
+    """Rebuild the tree from ZooKeeper's files (``--from-files``) into the warehouse: (manifest, 0), or (None,
+    exit code) after saying what went wrong (2: the files or arguments cannot give a tree, nothing written)."""
     from kafka_zk_audit.snapshot.files.processtxn import OfflineFilesError
     from kafka_zk_audit.snapshot.files.rebuild import write_new_offline_snapshot
     from kafka_zk_audit.snapshot.files.sources import FilesSourceError, parse_at_time, parse_at_zxid
 
-    cfg, _, problem = _settings_file(args.config)
-    if problem:
-        return None, fail(EXIT_USAGE, problem)
-    name, source = named(args.from_files)
-    cluster, problem = cluster_of(args, name)
+    cfg, source, cluster, problem = _files_target(args, args.from_files)
     if problem:
         return None, fail(EXIT_USAGE, problem)
     try:
@@ -235,9 +246,7 @@ def take_offline_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | No
 
     if detect_kind(source) == KRAFT:
         return None, fail(EXIT_USAGE, f"--from-files {source}: {hint(KRAFT)}")
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
-    warehouse = Warehouse(args.warehouse or default_warehouse())
-    options = SnapshotOptions.from_settings(cfg.snapshot)
+    warehouse, options = _writing_to(args, cfg)
     say(f"snapshot rebuilt from the files in {source} into {warehouse.root}")
     try:
         manifest = write_new_offline_snapshot(
@@ -254,9 +263,6 @@ def take_offline_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | No
 def take_kraft_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | None, int]:
     """Replay a KRaft metadata log (``--from-kraft``) into the warehouse: (manifest, 0), or (None, exit code) after
     saying what went wrong (2: the files or arguments cannot give an image, nothing written)."""
-    import logging
-
-    from kafka_zk_audit.contract.snapshot_options import SnapshotOptions
     from kafka_zk_audit.snapshot.files.sources import FilesSourceError, parse_at_time
     from kafka_zk_audit.snapshot.kraft.batches import KraftError
     from kafka_zk_audit.snapshot.kraft.kind import ZOOKEEPER, detect_kind, hint
@@ -267,11 +273,7 @@ def take_kraft_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | None
     if getattr(args, "at_zxid", None) or getattr(args, "log_dir", None):
         return None, fail(EXIT_USAGE, "--at-zxid and --log-dir go with --from-files; a KRaft log takes --at-offset "
                                        "or --at-time")
-    cfg, _, problem = _settings_file(args.config)
-    if problem:
-        return None, fail(EXIT_USAGE, problem)
-    name, source = named(args.from_kraft)
-    cluster, problem = cluster_of(args, name)
+    cfg, source, cluster, problem = _files_target(args, args.from_kraft)
     if problem:
         return None, fail(EXIT_USAGE, problem)
     try:
@@ -280,9 +282,7 @@ def take_kraft_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | None
         return None, fail(EXIT_USAGE, str(exc))
     if "://" not in source and detect_kind(source) == ZOOKEEPER:
         return None, fail(EXIT_USAGE, f"--from-kraft {source}: {hint(ZOOKEEPER)}")
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
-    warehouse = Warehouse(args.warehouse or default_warehouse())
-    options = SnapshotOptions.from_settings(cfg.snapshot)
+    warehouse, options = _writing_to(args, cfg)
     try:
         with kraft_files(source if "://" in source else str(Path(source).resolve())) as staged:
             say(f"snapshot replayed from the KRaft metadata log in {staged.origin} into {warehouse.root}")

@@ -9,7 +9,7 @@ decides what), into a temporary directory removed after use.
 from __future__ import annotations
 
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -59,6 +59,22 @@ def sftp_origin(sftp_conn_id: str, path: str) -> str:
     return f"{sftp_conn_id}:{path}"
 
 
+def _fetched_over_sftp(sftp_conn_id: str, origin: str, staging: Path,
+                       stage_with: Callable[[SftpStore, Path], StagedFiles]) -> StagedFiles:
+    """``stage_with(store, staging)`` over an SFTP connection closed once it returns; SFTP and SSH errors become a
+    FilesSourceError naming the connection."""
+    hook = SFTPHook(ssh_conn_id=sftp_conn_id)
+    try:
+        with hook.get_managed_conn() as client:
+            return stage_with(SftpStore(client), staging)
+    except FilesSourceError:
+        raise
+    except (OSError, SSHException) as exc:
+        reason = getattr(exc, "strerror", None) or exc or type(exc).__name__
+        raise FilesSourceError(f"{origin}: cannot fetch the files over SFTP ({reason}); check the "
+                               f"connection {sftp_conn_id!r} and the paths") from None
+
+
 @contextmanager
 def sftp_zookeeper_files(sftp_conn_id: str, data_dir: str, *, log_dir: str | None = None,
                          at_zxid: int | None = None, at_time: datetime | None = None,
@@ -66,21 +82,11 @@ def sftp_zookeeper_files(sftp_conn_id: str, data_dir: str, *, log_dir: str | Non
                          logs_to_end: bool = False) -> Iterator[StagedFiles]:
     """The ZooKeeper files under ``data_dir`` (and ``log_dir``) on the server of ``sftp_conn_id``, fetched for
     the ``with`` block into a temporary directory; the connection is closed once they are fetched."""
-    hook = SFTPHook(ssh_conn_id=sftp_conn_id)
     origin = sftp_origin(sftp_conn_id, data_dir)
     with staging_dir(staging_parent) as staging:
-        try:
-            with hook.get_managed_conn() as client:
-                store = SftpStore(client)
-                staged = stage(store, data_dir, Path(staging), log_dir=log_dir, at_zxid=at_zxid, at_time=at_time,
-                               fallbacks=fallbacks, origin=origin, logs_to_end=logs_to_end)
-        except FilesSourceError:
-            raise
-        except (OSError, SSHException) as exc:
-            reason = getattr(exc, "strerror", None) or exc or type(exc).__name__
-            raise FilesSourceError(f"{origin}: cannot fetch the files over SFTP ({reason}); check the "
-                                   f"connection {sftp_conn_id!r} and the paths") from None
-        yield staged
+        yield _fetched_over_sftp(sftp_conn_id, origin, Path(staging), lambda store, folder: stage(
+            store, data_dir, folder, log_dir=log_dir, at_zxid=at_zxid, at_time=at_time, fallbacks=fallbacks,
+            origin=origin, logs_to_end=logs_to_end))
 
 
 def cluster_zookeeper_files(files: Mapping[str, str | None], *, at_zxid: int | None = None,
@@ -104,19 +110,10 @@ def sftp_kraft_files(sftp_conn_id: str, metadata_dir: str) -> Iterator[StagedFil
     directory; the connection is closed once the files are fetched."""
     from kafka_zk_audit.snapshot.kraft.sources import stage_kraft
 
-    hook = SFTPHook(ssh_conn_id=sftp_conn_id)
     origin = sftp_origin(sftp_conn_id, metadata_dir)
     with staging_dir() as staging:
-        try:
-            with hook.get_managed_conn() as client:
-                staged = stage_kraft(SftpStore(client), metadata_dir, Path(staging), origin)
-        except FilesSourceError:
-            raise
-        except (OSError, SSHException) as exc:
-            reason = getattr(exc, "strerror", None) or exc or type(exc).__name__
-            raise FilesSourceError(f"{origin}: cannot fetch the metadata log over SFTP ({reason}); check the "
-                                   f"connection {sftp_conn_id!r} and the path") from None
-        yield staged
+        yield _fetched_over_sftp(sftp_conn_id, origin, Path(staging),
+                                 lambda store, folder: stage_kraft(store, metadata_dir, folder, origin))
 
 
 def cluster_kraft_files(kraft: Mapping[str, str | None]) -> AbstractContextManager[StagedFiles]:

@@ -25,6 +25,9 @@ IN_CONTROLLED_SHUTDOWN = 1
 NO_LEADER_CHANGE = -2
 # ConfigResource.Type ids (clients/.../config/ConfigResource.java).
 CONFIG_TYPES = {2: "topic", 4: "broker", 8: "broker_logger", 16: "client_metrics", 32: "group"}
+# PartitionChangeRecord's replica lists and the Partition attribute each replaces when present.
+CHANGED_LISTS = (("Replicas", "replicas"), ("Isr", "isr"), ("RemovingReplicas", "removing"),
+                 ("AddingReplicas", "adding"), ("EligibleLeaderReplicas", "elr"), ("LastKnownElr", "last_known_elr"))
 TRANSACTION_MARKERS = ("BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord")
 
 
@@ -306,20 +309,11 @@ def _partition_change(image: MetadataImage, fields: dict[str, Any], offset: int,
         image.anomalies.append(Anomaly("unknown_partition_changed", offset, time, f"{key[0]}:{key[1]}",
                                        "PartitionChangeRecord for a partition the image does not hold"))
         return
-    if fields.get("Replicas") is not None:
-        partition.replicas = _ints(fields["Replicas"])
-    if fields.get("Isr") is not None:
-        partition.isr = _ints(fields["Isr"])
-    if fields.get("RemovingReplicas") is not None:
-        partition.removing = _ints(fields["RemovingReplicas"])
-    if fields.get("AddingReplicas") is not None:
-        partition.adding = _ints(fields["AddingReplicas"])
+    for name, attribute in CHANGED_LISTS:  # absent (null) means unchanged
+        if fields.get(name) is not None:
+            setattr(partition, attribute, _ints(fields[name]))
     if fields.get("Directories") is not None:
         partition.directories = list(fields["Directories"])
-    if fields.get("EligibleLeaderReplicas") is not None:
-        partition.elr = _ints(fields["EligibleLeaderReplicas"])
-    if fields.get("LastKnownElr") is not None:
-        partition.last_known_elr = _ints(fields["LastKnownElr"])
     recovery = int(fields.get("LeaderRecoveryState", -1))
     if recovery != -1:
         partition.leader_recovery_state = recovery
