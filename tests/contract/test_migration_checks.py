@@ -7,8 +7,7 @@ import re
 from pathlib import Path
 
 from kafka_zk_audit.contract.catalogue import CHECK_IDS, SEVERITIES
-from kafka_zk_audit.contract.migration_checks import BY_ID, DIVERGENCES, OMISSIONS
-from kafka_zk_audit.snapshot.migration.compare import CHECK_OF_KIND
+from kafka_zk_audit.contract.migration_checks import BY_ID, CHECK_OF_KIND, DIVERGENCES, OMISSIONS
 
 CHECKS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "checks.md"
 

@@ -98,6 +98,11 @@ DIVERGENCES: tuple[Divergence, ...] = (
                "ZooKeeper-mode brokers read stale metadata and a rollback loses the changes."),
 )
 
+# The finding of an entry of each kind (snapshot.migration.mapping) that is missing, extra or different.
+CHECK_OF_KIND = {"topic": "migration_diverged_topic", "partition": "migration_diverged_partition",
+                 "config": "migration_diverged_config", "quota": "migration_diverged_quota",
+                 "scram": "migration_diverged_scram", "acl": "migration_diverged_acl",
+                 "token": "migration_diverged_token", "producer_ids": "migration_diverged_producer_ids"}
 BY_ID: dict[str, Divergence] = {divergence.check_id: divergence for divergence in DIVERGENCES}
 DIVERGENCE_IDS: tuple[str, ...] = tuple(BY_ID)
 

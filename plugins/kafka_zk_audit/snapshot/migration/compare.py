@@ -14,12 +14,8 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from kafka_zk_audit.contract.migration_checks import CHECK_OF_KIND
 from kafka_zk_audit.snapshot.migration.mapping import ENCRYPTED, MANGLED, Entry
-
-CHECK_OF_KIND = {"topic": "migration_diverged_topic", "partition": "migration_diverged_partition",
-                 "config": "migration_diverged_config", "quota": "migration_diverged_quota",
-                 "scram": "migration_diverged_scram", "acl": "migration_diverged_acl",
-                 "token": "migration_diverged_token", "producer_ids": "migration_diverged_producer_ids"}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,96 @@
+"""The migration diff in Spark: both sides' entries of any number of cluster pairs compared in one plan.
+
+The entries are the ones ``snapshot.migration.mapping`` lays out (columns ``ENTRY_COLUMNS``, plus ``pair``: the
+cluster the two sides belong to), one frame per side. The rules are those of ``snapshot.migration.compare`` (the
+single-pair reference the CLI uses), as one full outer join keyed by (pair, kind, key): an entry on one side only is
+missing or extra, on both its value and extra are compared when both have them; a topic missing on one side hides its
+partitions and configs; KRaft entries flagged ``mangled`` give one ``migration_diverged_quota_name`` per entity,
+``encrypted`` one ``migration_diverged_password_encoded``; the producer id block has its KAFKA-15552 rule. The rows
+are findings (contract.schemas CHECK_OUTPUT) with ``pair``.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from kafka_zk_audit.contract.migration_checks import CHECK_OF_KIND
+
+ENTRY_COLUMNS = ("pair", "kind", "key", "value", "extra", "evidence", "topic", "partition", "broker_id", "path",
+                 "flag")
+KEY = ("pair", "kind", "key")
+OUTPUT = ("pair", "check_id", "topic", "partition", "group_id", "broker_id", "path", "detail", "explained")
+
+
+def _side(frame: DataFrame, prefix: str) -> DataFrame:
+    return frame.select(*KEY, *(F.col(c).alias(f"{prefix}_{c}") for c in ENTRY_COLUMNS if c not in KEY))
+
+
+def _both(name: str) -> Column:
+    return F.coalesce(F.col(f"zk_{name}"), F.col(f"kr_{name}"))
+
+
+def _evidence(what: Column) -> Column:
+    return F.concat_ws(" · ", what, F.concat(F.lit("zk: "), F.coalesce(F.col("zk_evidence"), F.lit("no znode"))),
+                       F.concat(F.lit("kraft: "), F.coalesce(F.col("kr_evidence"),
+                                                              F.lit("no record at or before the compared offset"))))
+
+
+def _differs(name: str) -> Column:
+    left, right = F.col(f"zk_{name}"), F.col(f"kr_{name}")
+    return left.isNotNull() & right.isNotNull() & (left != right)
+
+
+def compare_frames(zk: DataFrame, kraft: DataFrame) -> DataFrame:
+    """The findings of every pair (see the module docstring)."""
+    kraft = kraft.dropDuplicates(list(KEY))  # an ACL twice (a re-run load) is one
+    joined = _side(zk, "zk").join(_side(kraft, "kr"), list(KEY), "full_outer")
+    on_one_side = F.col("zk_evidence").isNull() | F.col("kr_evidence").isNull()
+    apart = (joined.where((F.col("kind") == "topic") & on_one_side)
+             .select(F.col("pair").alias("apart_pair"), F.col("key").alias("apart_topic")).distinct())
+    joined = joined.join(apart, (F.col("pair") == F.col("apart_pair")) & (_both("topic") == F.col("apart_topic"))
+                         & F.col("kind").isin("partition", "config"), "left_anti")
+    mangled = (joined.where(F.col("kr_flag") == "mangled")
+               .withColumn("entity", F.get_json_object("key", "$[0]"))
+               .dropDuplicates(["pair", "kind", "entity"])
+               .select("pair", F.lit("migration_diverged_quota_name").alias("check_id"), _both("topic").alias("topic"),
+                       F.lit(None).cast("int").alias("partition"), F.col("kr_path").alias("path"),
+                       F.lit(None).cast("int").alias("broker_id"),
+                       _evidence(F.lit("KRaft holds the entity under a name no client has (KAFKA-16222/16411)"))
+                       .alias("detail")))
+    encrypted = joined.where(F.col("kr_flag") == "encrypted").select(
+        "pair", F.lit("migration_diverged_password_encoded").alias("check_id"), _both("topic").alias("topic"),
+        F.lit(None).cast("int").alias("partition"), F.col("kr_path").alias("path"),
+        _both("broker_id").alias("broker_id"),
+        _evidence(F.lit("KRaft holds ZooKeeper's encrypted text (KAFKA-14801)")).alias("detail"))
+    plain = joined.where(F.col("kr_flag").isNull() & (F.col("kind") != "producer_ids"))
+    what = (F.when(F.col("zk_evidence").isNull(), F.concat(F.col("kind"), F.lit(" in KRaft only")))
+            .when(F.col("kr_evidence").isNull(), F.concat(F.col("kind"), F.lit(" missing in KRaft")))
+            .when(_differs("value") | _differs("extra"), F.concat(F.col("kind"), F.lit(" differs"))))
+    kinds = F.create_map(*[F.lit(x) for pair in CHECK_OF_KIND.items() for x in pair])
+    diverged = plain.withColumn("what", what).where(F.col("what").isNotNull()).select(
+        "pair", kinds[F.col("kind")].alias("check_id"), _both("topic").alias("topic"),
+        _both("partition").alias("partition"), _both("path").alias("path"), _both("broker_id").alias("broker_id"),
+        _evidence(F.col("what")).alias("detail"))
+    findings = diverged.unionByName(mangled).unionByName(encrypted).unionByName(_producer_ids(joined))
+    return findings.select("pair", "check_id", "topic", "partition", F.lit(None).cast("string").alias("group_id"),
+                           "broker_id", "path", "detail", F.lit(False).alias("explained"))
+
+
+def _producer_ids(joined: DataFrame) -> DataFrame:
+    """KAFKA-15552: KRaft's next id past ZooKeeper's block_end; after dual writes (broker −1) equal to block_start."""
+    block = joined.where((F.col("kind") == "producer_ids") & F.col("zk_value").isNotNull())
+    broker = F.get_json_object("zk_value", "$.broker").cast("int")
+    start = F.get_json_object("zk_value", "$.start").cast("long")
+    end = F.get_json_object("zk_value", "$.end").cast("long")
+    next_id = F.get_json_object("kr_value", "$.next").cast("long")
+    what = (F.when(F.col("kr_value").isNull(), F.lit("ZooKeeper's producer id block was not migrated"))
+            .when((broker == -1) & (next_id != start),
+                  F.concat(F.lit("next producer id "), next_id, F.lit(" ≠ dual-written block_start "), start))
+            .when((broker != -1) & (next_id <= end),
+                  F.concat(F.lit("next producer id "), next_id, F.lit(" is not past ZooKeeper's block_end "), end,
+                           F.lit(" (KAFKA-15552: ids handed out twice)"))))
+    return block.withColumn("what", what).where(F.col("what").isNotNull()).select(
+        "pair", F.lit("migration_diverged_producer_ids").alias("check_id"), F.lit(None).cast("string").alias("topic"),
+        F.lit(None).cast("int").alias("partition"), F.col("zk_path").alias("path"),
+        F.lit(None).cast("int").alias("broker_id"), _evidence(F.col("what")).alias("detail"))
