@@ -14,14 +14,15 @@ partitions table) includes it, so snapshots normalized together give exactly the
 normalized alone.
 
 How it runs: ``classify`` gives every znode path a kind and decodes its data once. Each family
-module parses its kinds (explicit ``from_json`` schemas) into *parse results*: frames with kind,
-``reason`` (null when the znode is fine), origin and one struct of the values its tables need. Tables
-select the rows without a reason; malformed_znodes is the union of the rows with one. The classified
-frame and every parse result are persisted (MEMORY_AND_DISK): the snapshot is classified once and
-each znode parsed once, however many tables are written. ``normalize`` itself runs no Spark job;
-the first action on a table materialises what it reads. With ``persist=False`` nothing is cached
-(each table then re-reads the snapshot). Bad data never raises: it becomes a malformed_znodes row
-and no row in its kind's table. A znode the auditor may not read is not judged: it becomes an
+module describes how it parses its kinds (``common.Parse``: explicit ``from_json`` schemas, ordered reasons, the
+values its tables need), and ``onepass.parse_frame`` puts every kind's parse in one frame: kind, ``reason`` (null
+when the znode is fine), origin and one struct per table, each znode parsed by one ``from_json`` of its kind. Tables
+select the rows of their struct without a reason; malformed_znodes is the rows with one. The classified frame and
+the parse frame are persisted (MEMORY_AND_DISK): the snapshot is classified once and each znode parsed once, however
+many tables are written; the normalizer builds a few frames per table, not a few per kind and field.
+``normalize`` itself runs no Spark job; the first action on a table materialises what it reads. With
+``persist=False`` nothing is cached (each table then re-reads the snapshot). Bad data never raises: it becomes a
+malformed_znodes row and no row in its kind's table. A znode the auditor may not read is not judged: it becomes an
 unreadable_znodes row (``unreadable``), and data the snapshot replaced by fingerprints (``fingerprinted``)
 is read as far as it goes (see ``configs`` and ``security``), never as malformed.
 
@@ -57,6 +58,7 @@ from .kinds import (
 )
 from .malformed import malformed_table
 from .notifications import notifications_table
+from .onepass import parse_frame
 from .unreadable import unreadable_table
 
 __all__ = [
@@ -76,7 +78,7 @@ __all__ = [
     "to_int",
 ]
 
-# Family modules: parse(classified) -> [parse results]; tables({struct name: results}) -> {table: frame}.
+# Family modules: parses() -> [Parse]; tables(parse frame) -> {table: frame}.
 FAMILIES = (brokers, topics, controller, configs, admin, notifications, security, consumers, kraft)
 
 
@@ -88,34 +90,26 @@ class NormalizedTables(dict[str, DataFrame]):
         self.cached = cached
 
     def release(self) -> None:
-        """Unpersist the cached classified frame and parse results (no-op when nothing was persisted)."""
+        """Unpersist the cached classified frame and parse frame (no-op when nothing was persisted)."""
         for frame in self.cached:
             frame.unpersist()
 
 
-def parse(classified: DataFrame) -> list[DataFrame]:
-    """Every family's parse results (kind, reason, origin, and one struct named after its table).
+def parse(classified: DataFrame) -> DataFrame:
+    """Every family's parse of the classified znodes in one frame: kind, reason, key and origin, and one struct per
+    table (null outside its kinds).
 
     Only rows whose data was read are parsed: an unreadable znode is unknown, not malformed.
     """
     readable = classified.filter(data_was_read())
-    return [result for family in FAMILIES for result in family.parse(readable)]
-
-
-def by_struct(results: list[DataFrame]) -> dict[str, DataFrame]:
-    """Parse results keyed by their struct column; results sharing one (acl_changes, admin_markers) unite."""
-    grouped: dict[str, DataFrame] = {}
-    for result in results:
-        name = result.columns[-1]
-        grouped[name] = grouped[name].unionByName(result) if name in grouped else result
-    return grouped
+    return parse_frame(readable, [parsed for family in FAMILIES for parsed in family.parses()])
 
 
 def family_tables(snapshot: DataFrame, names: Iterable[str]) -> dict[str, DataFrame]:
     """The named tables as the family parsers make them from a ``keyed(SNAPSHOT)`` frame: every row kept with
     its origin (path, mzxid), not conformed to ``TABLES``, nothing cached, no malformed_znodes,
     unreadable_znodes or notifications table. Raises KeyError for a name no family makes."""
-    parsed = by_struct(parse(classify(snapshot)))
+    parsed = parse(classify(snapshot))
     tables: dict[str, DataFrame] = {}
     for family in FAMILIES:
         tables.update(family.tables(parsed))
@@ -149,13 +143,12 @@ def normalize(snapshot: DataFrame, *, persist: bool = True) -> NormalizedTables:
     classified = classify(snapshot)
     if persist:
         classified = classified.persist(StorageLevel.MEMORY_AND_DISK)
-    results = parse(classified)
+    parsed = parse(classified)
     if persist:
-        results = [result.persist(StorageLevel.MEMORY_AND_DISK) for result in results]
-    parsed = by_struct(results)
+        parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
     frames: dict[str, DataFrame] = {
         "notifications": notifications_table(classified),
-        "malformed_znodes": malformed_table(results),
+        "malformed_znodes": malformed_table(parsed),
         "unreadable_znodes": unreadable_table(classified),
     }
     for family in FAMILIES:
@@ -165,4 +158,4 @@ def normalize(snapshot: DataFrame, *, persist: bool = True) -> NormalizedTables:
             f"normalizer tables {sorted(frames)} differ from schemas.TABLES {sorted(TABLES)}"
         )
     conformed = {name: conform(frames[name], keyed(schema)) for name, schema in TABLES.items()}
-    return NormalizedTables(conformed, [*results, classified] if persist else [])
+    return NormalizedTables(conformed, [parsed, classified] if persist else [])

@@ -2,27 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, IntegerType, StringType, StructField, StructType
 
 from . import json_schemas, kinds
 from .common import (
-    REASON,
     JsonSpec,
+    Parse,
     accepted,
     document_reasons,
     field_of,
     json_reason,
     name_part,
     origin,
-    parse_result,
+    scope,
     text_reason,
     to_long,
-    with_json,
-    with_reason,
 )
 
 PRODUCER_ID_BLOCK_VERSIONS = (1,)
@@ -39,22 +35,19 @@ ENTRIES = ArrayType(
 MARKERS = "admin_markers"
 
 
-def _delete_markers(znodes: DataFrame) -> DataFrame:
+def _delete_markers() -> Parse:
     """/admin/delete_topics/<t>: one entry, the topic from the name; the data (empty or null) is not read."""
-    rows = znodes.filter(F.col("kind") == kinds.DELETE_TOPIC).withColumn(REASON, F.lit(None).cast("string"))
     entry = F.struct(
         name_part(kinds.DELETE_TOPIC_PATH).alias("topic"),
         F.lit(None).cast("int").alias("partition"),
         F.lit(None).cast(ArrayType(IntegerType())).alias("replicas"),
     )
-    return parse_result(
-        rows, MARKERS, F.lit("delete_topic").alias("marker"), F.array(entry).cast(ENTRIES).alias("entries")
-    )
+    values = [F.lit("delete_topic").alias("marker"), F.array(entry).cast(ENTRIES).alias("entries")]
+    return Parse((kinds.DELETE_TOPIC,), MARKERS, [F.lit(None).cast("string")], values)
 
 
-def _partition_list(znodes: DataFrame, kind: str, marker: str, json_spec: JsonSpec) -> DataFrame:
+def _partition_list(kind: str, marker: str, json_spec: JsonSpec) -> Parse:
     """Reassignment or preferred election: the entries of "partitions" ("version" is ignored)."""
-    rows = with_json(znodes.filter(F.col("kind") == kind), json_spec)
     entries = field_of("partitions")
     checks = [
         text_reason(),
@@ -78,21 +71,12 @@ def _partition_list(znodes: DataFrame, kind: str, marker: str, json_spec: JsonSp
             ),
         ),
     )
-    return parse_result(
-        with_reason(rows, checks),
-        MARKERS,
-        F.lit(marker).alias("marker"),
-        as_entries.cast(ENTRIES).alias("entries"),
-    )
+    values = [F.lit(marker).alias("marker"), as_entries.cast(ENTRIES).alias("entries")]
+    return Parse((kind,), MARKERS, checks, values, json=json_spec)
 
 
-def _producer_id_block(znodes: DataFrame) -> DataFrame:
+def _producer_id_block() -> Parse:
     """{"version":1,"broker":…,"block_start":"<long>","block_end":"<long>"}; empty data means no block yet."""
-    rows = znodes.filter(F.col("kind") == kinds.PRODUCER_ID_BLOCK)
-    rows = with_json(
-        rows.filter(F.col("bad_utf8") | (F.coalesce(F.col("text"), F.lit("")) != "")),
-        json_schemas.PRODUCER_ID_BLOCK,
-    )
     block_start, block_end = to_long(field_of("block_start")), to_long(field_of("block_end"))
     checks = [
         *document_reasons(json_schemas.PRODUCER_ID_BLOCK, PRODUCER_ID_BLOCK_VERSIONS, version_required=False),
@@ -101,30 +85,33 @@ def _producer_id_block(znodes: DataFrame) -> DataFrame:
         ),
         F.when(field_of("block_end").isNotNull() & block_end.isNull(), F.lit("block_end is not an integer")),
     ]
-    rows = with_reason(rows, checks)
-    return parse_result(
-        rows,
-        "producer_id_block",
+    values = [
         field_of("version").alias("version"),
         field_of("broker").alias("broker_id"),
         block_start.alias("block_start"),
         block_end.alias("block_end"),
-    )
-
-
-def parse(znodes: DataFrame) -> list[DataFrame]:
-    """Delete markers, reassignment and preferred election (``admin_markers`` struct), producer-id block."""
-    return [
-        _delete_markers(znodes),
-        _partition_list(znodes, kinds.REASSIGNMENT, "reassignment", json_schemas.REASSIGNMENT),
-        _partition_list(
-            znodes, kinds.PREFERRED_ELECTION, "preferred_election", json_schemas.PREFERRED_ELECTION
-        ),
-        _producer_id_block(znodes),
     ]
+    has_data = F.col("bad_utf8") | (F.coalesce(F.col("text"), F.lit("")) != "")
+    return Parse((kinds.PRODUCER_ID_BLOCK,), "producer_id_block", checks, values,
+                 json=json_schemas.PRODUCER_ID_BLOCK, include=has_data)
 
 
-def tables(parsed: Mapping[str, DataFrame]) -> dict[str, DataFrame]:
+def parses() -> list[Parse]:
+    """Delete markers, reassignment and preferred election (``admin_markers`` struct), producer-id block."""
+    built = []
+    with scope(kinds.DELETE_TOPIC):
+        built.append(_delete_markers())
+    with scope(kinds.REASSIGNMENT):
+        built.append(_partition_list(kinds.REASSIGNMENT, "reassignment", json_schemas.REASSIGNMENT))
+    with scope(kinds.PREFERRED_ELECTION):
+        built.append(_partition_list(kinds.PREFERRED_ELECTION, "preferred_election",
+                                     json_schemas.PREFERRED_ELECTION))
+    with scope(kinds.PRODUCER_ID_BLOCK):
+        built.append(_producer_id_block())
+    return built
+
+
+def tables(parsed: DataFrame) -> dict[str, DataFrame]:
     """admin_markers (one row per marker entry) and producer_id_block."""
     markers = accepted(parsed, MARKERS)
     exploded = markers.select("marker", F.explode("entries").alias("entry"), *origin())

@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from . import json_schemas, kinds
 from .common import (
+    Parse,
     accepted,
     document_reasons,
     field_of,
     fields_of,
     lenient_long,
     name_part,
-    parse_result,
+    own,
+    scope,
     to_int,
-    with_json,
-    with_reason,
 )
 
 KNOWN_VERSIONS = (1, 2, 3, 4, 5)
@@ -73,39 +71,32 @@ def _endpoint_reasons(version: Column) -> list[Column]:
     ]
 
 
-def parse(znodes: DataFrame) -> list[DataFrame]:
-    """Broker registrations with their reason and a ``brokers`` struct (the brokers table's columns)."""
-    rows = znodes.filter(F.col("kind") == kinds.BROKER).withColumn(
-        "broker_id", to_int(name_part(kinds.BROKER_PATH))
-    )
-    rows = with_json(rows, json_schemas.BROKER)
-    version = field_of("version")
-    v1 = version == 1
-    checks = [
-        F.when(F.col("broker_id").isNull(), F.lit("broker id is not an integer")),
-        *document_reasons(json_schemas.BROKER, KNOWN_VERSIONS, version_required=True),
-        F.when(v1 & field_of("host").isNull(), F.lit("missing field host")),
-        F.when(v1 & field_of("port").isNull(), F.lit("missing field port")),
-        *_endpoint_reasons(version),
-    ]
-    rows = with_reason(rows, checks)
-    protocol_map = field_of("listener_security_protocol_map")
-    plaintext = F.lit("PLAINTEXT")
-    v1_endpoints = F.array(
-        F.struct(
-            plaintext.alias("listener"),
-            plaintext.alias("security_protocol"),
-            *fields_of("host", "port"),
+def parses() -> list[Parse]:
+    """Broker registrations: their reason and a ``brokers`` struct (the brokers table's columns)."""
+    with scope(kinds.BROKER):
+        version = field_of("version")
+        v1 = version == 1
+        checks = [
+            F.when(own("broker_id").isNull(), F.lit("broker id is not an integer")),
+            *document_reasons(json_schemas.BROKER, KNOWN_VERSIONS, version_required=True),
+            F.when(v1 & field_of("host").isNull(), F.lit("missing field host")),
+            F.when(v1 & field_of("port").isNull(), F.lit("missing field port")),
+            *_endpoint_reasons(version),
+        ]
+        protocol_map = field_of("listener_security_protocol_map")
+        plaintext = F.lit("PLAINTEXT")
+        v1_endpoints = F.array(
+            F.struct(
+                plaintext.alias("listener"),
+                plaintext.alias("security_protocol"),
+                *fields_of("host", "port"),
+            )
         )
-    )
-    endpoints = F.when(v1, v1_endpoints).otherwise(
-        F.transform(field_of("endpoints"), lambda e: _endpoint(e, protocol_map))
-    )
-    return [
-        parse_result(
-            rows,
-            "brokers",
-            F.col("broker_id"),
+        endpoints = F.when(v1, v1_endpoints).otherwise(
+            F.transform(field_of("endpoints"), lambda e: _endpoint(e, protocol_map))
+        )
+        values = [
+            own("broker_id").alias("broker_id"),
             version.alias("version"),
             *fields_of("host", "port", "jmx_port"),
             lenient_long(field_of("timestamp")).alias("timestamp"),
@@ -116,10 +107,11 @@ def parse(znodes: DataFrame) -> list[DataFrame]:
             F.col("ephemeral_owner").alias("session"),
             F.col("czxid").alias("broker_epoch"),
             (F.col("ephemeral_owner") != 0).alias("is_ephemeral"),
-        )
-    ]
+        ]
+        return [Parse((kinds.BROKER,), "brokers", checks, values, json=json_schemas.BROKER,
+                      derived={"broker_id": to_int(name_part(kinds.BROKER_PATH))})]
 
 
-def tables(parsed: Mapping[str, DataFrame]) -> dict[str, DataFrame]:
+def tables(parsed: DataFrame) -> dict[str, DataFrame]:
     """brokers."""
     return {"brokers": accepted(parsed, "brokers")}

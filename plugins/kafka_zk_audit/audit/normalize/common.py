@@ -1,9 +1,16 @@
-"""Helpers the family modules share: origin columns, reasons, JSON parsing and splitting bad rows off."""
+"""Helpers the family modules share: origin columns, reasons, JSON parsing, and the parse spec of a kind.
+
+A family describes each kind it parses as a :class:`Parse` (the kinds it reads, its JSON spec, the columns it takes
+from the path, its ordered reasons and the values of its table's struct), built inside ``scope(name)``: the
+expressions then name that parse's own columns (``field_of``, ``own``), so that every kind's parse can sit side by
+side in one frame (``onepass``).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -39,6 +46,66 @@ class JsonSpec:
         """Same field names, every value read as text: parses whenever the JSON object does."""
         names = [f.name for f in self.fields.fields] + [CORRUPT]
         return T.StructType([T.StructField(name, T.StringType()) for name in names])
+
+
+_SCOPES: list[str] = []
+
+
+@contextmanager
+def scope(name: str) -> Iterator[None]:
+    """Expressions built inside name the columns of parse ``name`` (``field_of``, ``own``, the reasons)."""
+    _SCOPES.append(name)
+    try:
+        yield
+    finally:
+        _SCOPES.pop()
+
+
+def current_scope() -> str:
+    if not _SCOPES:
+        raise RuntimeError("a parse expression built outside normalize.common.scope(...)")
+    return _SCOPES[-1]
+
+
+def scoped(name: str, parse_name: str | None = None) -> str:
+    """The column name of ``name`` in parse ``parse_name`` (default: the current one)."""
+    return f"{name}__{parse_name or current_scope()}"
+
+
+def json_column() -> str:
+    """The current parse's typed JSON column."""
+    return scoped(JSON)
+
+
+def loose_column() -> str:
+    """The current parse's all-text JSON column (only for rows the typed parse rejects)."""
+    return scoped(LOOSE)
+
+
+def own(name: str) -> Column:
+    """A column the current parse took from the path (``Parse.derived``)."""
+    return F.col(scoped(name))
+
+
+@dataclass
+class Parse:
+    """How a kind (or kinds read alike) becomes its table's rows and its malformed rows, as expressions.
+
+    ``derived``: columns from the path (read with ``own``); ``json``: the spec of its one ``from_json`` (None for
+    text data); ``reasons``: ordered checks, the first non-null one is the row's reason; ``values``: the fields of the
+    struct ``table``; ``include``: rows outside it are neither parsed nor malformed (None: every row of the kinds).
+    Built inside ``scope(name)``; ``name`` defaults to the scope.
+    """
+
+    kinds: tuple[str, ...]
+    table: str
+    reasons: list[Column]
+    values: list[Column]
+    json: JsonSpec | None = None
+    retry_backslashes: bool = False
+    derived: dict[str, Column] = field(default_factory=dict)
+    include: Column | None = None
+    name: str = field(default_factory=current_scope)
 
 
 def spec(*fields: tuple[str, T.DataType], required: Sequence[str] = ()) -> JsonSpec:
@@ -93,29 +160,9 @@ def text_reason(data_required: bool = True) -> Column:
     return F.expr(f"CASE WHEN bad_utf8 THEN 'not UTF-8' {binary} {no_data} END")
 
 
-def with_json(rows: DataFrame, json_spec: JsonSpec, retry_backslashes: bool = False) -> DataFrame:
-    """Add the typed parse ``_json`` and, for rows it rejects, the all-text parse ``_loose``.
-
-    With ``retry_backslashes`` a rejected document is parsed again with every backslash doubled, as
-    Kafka's own reader does for JSON written before 1.0.1 (unescaped backslashes in ACL principals
-    and wildcard subscriptions).
-    """
-    text = F.col("text")
-    parsed = rows.withColumn(JSON, F.from_json(text, json_spec.typed, JSON_OPTIONS))
-    if retry_backslashes:
-        doubled = F.regexp_replace(text, r"\\", r"\\\\")
-        retry = F.when(
-            F.col(f"{JSON}.{CORRUPT}").isNotNull() & text.contains("\\"),
-            F.from_json(doubled, json_spec.typed, JSON_OPTIONS),
-        )
-        parsed = parsed.withColumn(JSON, F.coalesce(retry, F.col(JSON)))
-    rejected = F.col(JSON).isNull() | F.col(f"{JSON}.{CORRUPT}").isNotNull()
-    return parsed.withColumn(LOOSE, F.when(rejected, F.from_json(text, json_spec.loose, JSON_OPTIONS)))
-
-
 def field_of(name: str) -> Column:
-    """A field of the typed parse."""
-    return F.col(f"{JSON}.`{name}`")
+    """A field of the current parse's typed JSON."""
+    return F.col(f"{json_column()}.`{name}`")
 
 
 def fields_of(*names: str) -> list[Column]:
@@ -155,19 +202,20 @@ def json_reason(json_spec: JsonSpec) -> Column:
 
     Built as one SQL expression from the spec (one call into Spark instead of dozens).
     """
+    typed_json, loose_json = json_column(), loose_column()
     cases = [
-        f"CASE WHEN {JSON} IS NULL OR {LOOSE}.{CORRUPT} IS NOT NULL THEN"
+        f"CASE WHEN {typed_json} IS NULL OR {loose_json}.{CORRUPT} IS NOT NULL THEN"
         " CASE WHEN try_parse_json(text) IS NOT NULL AND NOT ltrim(text) LIKE '{%' THEN 'not a JSON object'"
         " ELSE 'not valid JSON' END END"
     ]
     for struct_field in json_spec.fields.fields:
-        typed, loose = _sql_field(JSON, struct_field.name), _sql_field(LOOSE, struct_field.name)
+        typed, loose = _sql_field(typed_json, struct_field.name), _sql_field(loose_json, struct_field.name)
         message = f"{struct_field.name} is not {describe(struct_field.dataType)}"
         cases.append(f"CASE WHEN {typed} IS NULL AND {loose} IS NOT NULL THEN '{message}' END")
-    cases.append(f"CASE WHEN {JSON}.{CORRUPT} IS NOT NULL THEN 'unexpected JSON content' END")
+    cases.append(f"CASE WHEN {typed_json}.{CORRUPT} IS NOT NULL THEN 'unexpected JSON content' END")
     for name in json_spec.required:
         cases.append(
-            f"CASE WHEN {_sql_field(JSON, name)} IS NULL THEN"
+            f"CASE WHEN {_sql_field(typed_json, name)} IS NULL THEN"
             f" CASE WHEN array_contains(json_object_keys(text), '{name}') THEN '{name} is null'"
             f" ELSE 'missing field {name}' END END"
         )
@@ -176,7 +224,7 @@ def json_reason(json_spec: JsonSpec) -> Column:
 
 def version_reason(known: Sequence[int], required: bool) -> Column:
     """Reason for a ``_json.version`` outside ``known`` (or absent, when ``required``)."""
-    version = _sql_field(JSON, "version")
+    version = _sql_field(json_column(), "version")
     known_list = ", ".join(str(number) for number in known)
     missing = f"WHEN {version} IS NULL THEN 'missing field version'" if required else ""
     return F.expr(
@@ -189,15 +237,6 @@ def document_reasons(json_spec: JsonSpec, versions: Sequence[int], version_requi
     return [text_reason(), json_reason(json_spec), version_reason(versions, required=version_required)]
 
 
-def with_reason(rows: DataFrame, checks: Iterable[Column]) -> DataFrame:
-    return rows.withColumn(REASON, first_reason(checks))
-
-
-def parse_result(rows: DataFrame, column: str, *values: Column | str) -> DataFrame:
-    """One parser's output: kind, reason, key and origin, and the struct ``column`` of the values its tables need."""
-    return rows.select("kind", REASON, *origin(), F.struct(*values).alias(column))
-
-
-def accepted(parsed: Mapping[str, DataFrame], column: str) -> DataFrame:
-    """The rows without a reason of the parse results whose struct is ``column``: its fields, then key and origin."""
-    return parsed[column].filter(f"{REASON} IS NULL").select(f"{column}.*", *origin())
+def accepted(parsed: DataFrame, column: str) -> DataFrame:
+    """The rows without a reason of the parses whose struct is ``column``: its fields, then key and origin."""
+    return parsed.filter(f"{column} IS NOT NULL AND {REASON} IS NULL").select(f"{column}.*", *origin())

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import MapType, StringType
@@ -18,17 +16,17 @@ from kafka_zk_audit.contract.secrets import (
 
 from . import json_schemas, kinds
 from .common import (
+    Parse,
     accepted,
     field_of,
     json_reason,
     name_part,
     only_when,
-    parse_result,
+    own,
+    scope,
     seq_of_path,
     text_reason,
     version_reason,
-    with_json,
-    with_reason,
 )
 
 REDACTED = "[redacted]"
@@ -59,24 +57,15 @@ def redact(config: Column, fingerprinted: Column | None = None) -> Column:
     )
 
 
-def _configs(znodes: DataFrame) -> DataFrame:
-    rows = znodes.filter(F.col("kind") == kinds.CONFIG)
+def _configs() -> Parse:
     user_client = F.col("path").rlike(kinds.CONFIG_USER_CLIENT_PATH)
-    rows = rows.select(
-        "*",
-        F.when(user_client, F.lit(USERS_CLIENTS))
-        .otherwise(name_part(kinds.CONFIG_PATH, 1))
-        .alias("entity_type"),
-        F.when(
-            user_client,
-            F.concat_ws(
-                "/", name_part(kinds.CONFIG_USER_CLIENT_PATH, 1), name_part(kinds.CONFIG_USER_CLIENT_PATH, 2)
-            ),
-        )
-        .otherwise(name_part(kinds.CONFIG_PATH, 2))
-        .alias("entity_name"),
-    )
-    rows = with_json(rows, json_schemas.CONFIG)
+    entity_type = F.when(user_client, F.lit(USERS_CLIENTS)).otherwise(name_part(kinds.CONFIG_PATH, 1))
+    entity_name = F.when(
+        user_client,
+        F.concat_ws(
+            "/", name_part(kinds.CONFIG_USER_CLIENT_PATH, 1), name_part(kinds.CONFIG_USER_CLIENT_PATH, 2)
+        ),
+    ).otherwise(name_part(kinds.CONFIG_PATH, 2))
     # Data the snapshot replaced whole by a fingerprint: the entity exists, its config is unknown.
     fingerprinted_whole = F.col("fingerprinted").eqNullSafe(FINGERPRINTED_DATA)
     # Kafka reads absent or empty data as an empty config (e.g. /config/users/<u> above its clients).
@@ -86,25 +75,22 @@ def _configs(znodes: DataFrame) -> DataFrame:
         F.when(has_data, json_reason(json_schemas.CONFIG)),
         F.when(has_data, version_reason(CONFIG_VERSIONS, required=False)),
     ]
-    rows = with_reason(rows, checks)
     empty = F.create_map().cast(MapType(StringType(), StringType()))
-    return parse_result(
-        rows,
-        "configs",
-        F.col("entity_type"),
-        F.col("entity_name"),
+    values = [
+        own("entity_type").alias("entity_type"),
+        own("entity_name").alias("entity_name"),
         F.when(has_data, field_of("version")).alias("version"),
         F.when(fingerprinted_whole, F.lit(None))
         .when(has_data, redact(field_of("config"), F.col("fingerprinted")))
         .otherwise(empty)
         .alias("config"),
-    )
+    ]
+    return Parse((kinds.CONFIG,), "configs", checks, values, json=json_schemas.CONFIG,
+                 derived={"entity_type": entity_type, "entity_name": entity_name})
 
 
-def _config_changes(znodes: DataFrame) -> DataFrame:
+def _config_changes() -> Parse:
     """Three formats: 0.8 JSON string (topic name), v1 entity_type/entity_name, v2 entity_path."""
-    rows = znodes.filter(F.col("kind") == kinds.CONFIG_CHANGE)
-    rows = with_json(rows, json_schemas.CONFIG_CHANGE)
     text = F.col("text")
     is_string = text.rlike(JSON_STRING)
     version = field_of("version")
@@ -117,7 +103,7 @@ def _config_changes(znodes: DataFrame) -> DataFrame:
         F.when((version == 2) & entity_path.isNull(), F.lit("missing field entity_path")),
         F.when((version == 2) & ~entity_path.rlike(ENTITY_PATH), F.lit("entity_path is not <type>/<name>")),
     ]
-    rows = with_reason(rows, [text_reason(), *only_when(~is_string, json_checks)])
+    checks = [text_reason(), *only_when(~is_string, json_checks)]
 
     user_client = entity_path.rlike(USER_CLIENT_ENTITY)
     v2_type = F.when(user_client, F.lit(USERS_CLIENTS)).otherwise(
@@ -138,9 +124,7 @@ def _config_changes(znodes: DataFrame) -> DataFrame:
 
     entity_type = by_format(F.lit("topics"), field_of("entity_type"), v2_type)
     entity_name = by_format(topic_name, field_of("entity_name"), v2_name)
-    return parse_result(
-        rows,
-        "config_changes",
+    values = [
         seq_of_path().alias("seq"),
         by_format(F.lit("v0_topic_string"), F.lit("v1"), F.lit("v2")).alias("format"),
         F.when(~is_string, version).alias("version"),
@@ -149,15 +133,20 @@ def _config_changes(znodes: DataFrame) -> DataFrame:
         F.when(is_string | (version == 1), F.concat_ws("/", entity_type, entity_name))
         .otherwise(entity_path)
         .alias("entity_path"),
-    )
+    ]
+    return Parse((kinds.CONFIG_CHANGE,), "config_changes", checks, values, json=json_schemas.CONFIG_CHANGE)
 
 
-def parse(znodes: DataFrame) -> list[DataFrame]:
+def parses() -> list[Parse]:
     """Entity configs (``configs`` struct) and change notifications (``config_changes`` struct)."""
-    return [_configs(znodes), _config_changes(znodes)]
+    with scope(kinds.CONFIG):
+        configs = _configs()
+    with scope(kinds.CONFIG_CHANGE):
+        changes = _config_changes()
+    return [configs, changes]
 
 
-def tables(parsed: Mapping[str, DataFrame]) -> dict[str, DataFrame]:
+def tables(parsed: DataFrame) -> dict[str, DataFrame]:
     """configs and config_changes."""
     return {
         "configs": accepted(parsed, "configs"),

@@ -7,14 +7,12 @@ ZooKeeper snapshot has none of these znodes, so its ``kraft_*`` tables are empty
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BooleanType, IntegerType, LongType, MapType, StringType
 
 from . import kinds
-from .common import accepted, field_of, json_reason, name_part, parse_result, spec, text_reason, with_json, with_reason
+from .common import JsonSpec, Parse, accepted, field_of, json_reason, name_part, scope, spec, text_reason
 
 I, L, S, B = IntegerType(), LongType(), StringType(), BooleanType()  # noqa: E741
 INTS = ArrayType(I)
@@ -46,31 +44,33 @@ _DOCUMENTS = (
 TABLE_NAMES = (*(table for _, _, table in _DOCUMENTS), "kraft_features")
 
 
-def _document(znodes: DataFrame, kind: str, json_spec, table: str) -> DataFrame:  # noqa: ANN001
-    rows = with_json(znodes.filter(F.col("kind") == kind), json_spec)
-    rows = with_reason(rows, [text_reason(), json_reason(json_spec)])
+def _document(kind: str, json_spec: JsonSpec, table: str) -> Parse:
     values = [field_of(field.name).alias(field.name) for field in json_spec.fields.fields]
     if kind == kinds.KRAFT_PARTITION:
         values = [name_part(kinds.KRAFT_PARTITION_PATH, 1).alias("topic"),
                   name_part(kinds.KRAFT_PARTITION_PATH, 2).try_cast("int").alias("partition"), *values]
-    return parse_result(rows, table, *values)
+    return Parse((kind,), table, [text_reason(), json_reason(json_spec)], values, json=json_spec)
 
 
-def _features(znodes: DataFrame) -> DataFrame:
+def _features() -> Parse:
     """/kraft/features: a JSON object of feature name -> finalized level."""
-    rows = znodes.filter(F.col("kind") == kinds.KRAFT_FEATURES)
     levels = F.from_json(F.col("text"), MapType(S, I))
-    rows = with_reason(rows, [text_reason(), F.when(levels.isNull(), F.lit("not a JSON object of levels"))])
-    return parse_result(rows, "kraft_features", levels.alias("features"))
+    checks = [text_reason(), F.when(levels.isNull(), F.lit("not a JSON object of levels"))]
+    return Parse((kinds.KRAFT_FEATURES,), "kraft_features", checks, [levels.alias("features")])
 
 
-def parse(znodes: DataFrame) -> list[DataFrame]:
-    """One parse result per KRaft kind, its struct named after its table."""
-    return [*(_document(znodes, kind, json_spec, table) for kind, json_spec, table in _DOCUMENTS),
-            _features(znodes)]
+def parses() -> list[Parse]:
+    """One parse per KRaft kind, its struct named after its table."""
+    built = []
+    for kind, json_spec, table in _DOCUMENTS:
+        with scope(kind):
+            built.append(_document(kind, json_spec, table))
+    with scope(kinds.KRAFT_FEATURES):
+        built.append(_features())
+    return built
 
 
-def tables(parsed: Mapping[str, DataFrame]) -> dict[str, DataFrame]:
+def tables(parsed: DataFrame) -> dict[str, DataFrame]:
     """kraft_brokers, kraft_controllers, kraft_partitions, kraft_quorum, kraft_log, kraft_anomalies and
     kraft_features."""
     return {table: accepted(parsed, table) for table in TABLE_NAMES}

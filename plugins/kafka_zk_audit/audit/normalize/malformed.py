@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from pyspark.sql import DataFrame
-
-from kafka_zk_audit.audit.unions import union_all
 
 from .common import REASON, origin
 
 
-def malformed_table(results: Sequence[DataFrame]) -> DataFrame:
-    """kind, reason, key and origin of each rejected znode, from every parse result."""
-    rejected = [result.filter(f"{REASON} IS NOT NULL").select("kind", REASON, *origin()) for result in results]
-    return union_all(rejected, by_name=False)
+def malformed_table(parsed: DataFrame) -> DataFrame:
+    """kind, reason, key and origin of each rejected znode, from the parse frame (``onepass.parse_frame``)."""
+    return parsed.filter(f"{REASON} IS NOT NULL").select("kind", REASON, *origin())

@@ -2,57 +2,48 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from . import json_schemas, kinds
 from .common import (
+    Parse,
     accepted,
     document_reasons,
     field_of,
     origin,
-    parse_result,
+    scope,
     seq_of_path,
-    with_json,
-    with_reason,
 )
 
 ISR_CHANGE_VERSIONS = (1,)
 LOG_DIR_EVENT_VERSIONS = (1,)
 
 
-def _isr_changes(znodes: DataFrame) -> DataFrame:
+def _isr_changes() -> Parse:
     """{"version":1,"partitions":[{"topic":…,"partition":…},…]}."""
-    rows = with_json(znodes.filter(F.col("kind") == kinds.ISR_CHANGE), json_schemas.ISR_CHANGE)
     incomplete = F.exists(field_of("partitions"), lambda e: e["topic"].isNull() | e["partition"].isNull())
     checks = [
         *document_reasons(json_schemas.ISR_CHANGE, ISR_CHANGE_VERSIONS, version_required=False),
         F.when(incomplete, F.lit("partition entry without topic or partition")),
     ]
-    return parse_result(
-        with_reason(rows, checks),
-        "isr_change_notifications",
-        seq_of_path().alias("seq"),
-        field_of("partitions").alias("partitions"),
-    )
+    values = [seq_of_path().alias("seq"), field_of("partitions").alias("partitions")]
+    return Parse((kinds.ISR_CHANGE,), "isr_change_notifications", checks, values, json=json_schemas.ISR_CHANGE)
 
 
-def _log_dir_events(znodes: DataFrame) -> DataFrame:
+def _log_dir_events() -> Parse:
     """{"version":1,"broker":<id>,"event":1}."""
-    rows = with_json(znodes.filter(F.col("kind") == kinds.LOG_DIR_EVENT), json_schemas.LOG_DIR_EVENT)
     checks = [
         *document_reasons(json_schemas.LOG_DIR_EVENT, LOG_DIR_EVENT_VERSIONS, version_required=False),
     ]
-    return parse_result(
-        with_reason(rows, checks),
-        "log_dir_event_notifications",
+    values = [
         seq_of_path().alias("seq"),
         field_of("version").alias("version"),
         field_of("broker").alias("broker_id"),
         field_of("event").alias("event"),
-    )
+    ]
+    return Parse((kinds.LOG_DIR_EVENT,), "log_dir_event_notifications", checks, values,
+                 json=json_schemas.LOG_DIR_EVENT)
 
 
 def notifications_table(classified: DataFrame) -> DataFrame:
@@ -66,12 +57,16 @@ def notifications_table(classified: DataFrame) -> DataFrame:
     )
 
 
-def parse(znodes: DataFrame) -> list[DataFrame]:
+def parses() -> list[Parse]:
     """ISR-change and log-dir-event notifications (the other notification kinds belong to their families)."""
-    return [_isr_changes(znodes), _log_dir_events(znodes)]
+    with scope(kinds.ISR_CHANGE):
+        isr_changes = _isr_changes()
+    with scope(kinds.LOG_DIR_EVENT):
+        log_dir_events = _log_dir_events()
+    return [isr_changes, log_dir_events]
 
 
-def tables(parsed: Mapping[str, DataFrame]) -> dict[str, DataFrame]:
+def tables(parsed: DataFrame) -> dict[str, DataFrame]:
     """isr_change_notifications (one row per listed partition) and log_dir_event_notifications."""
     isr_changes = accepted(parsed, "isr_change_notifications")
     exploded = isr_changes.select("seq", F.explode("partitions").alias("entry"), *origin())

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -12,6 +10,7 @@ from kafka_zk_audit.contract.schemas import KEY
 from . import json_schemas, kinds
 from .common import (
     DECIMAL_INT,
+    Parse,
     accepted,
     document_reasons,
     field_of,
@@ -19,11 +18,10 @@ from .common import (
     json_reason,
     name_part,
     origin,
-    parse_result,
+    own,
+    scope,
     text_reason,
     to_int,
-    with_json,
-    with_reason,
 )
 
 TOPIC_VERSIONS = (1, 2, 3)
@@ -37,9 +35,7 @@ def _topic_version_reason(version_text: Column) -> Column:
     return F.when(unknown, F.concat(F.lit("unknown version "), version_text))
 
 
-def _parse_topics(znodes: DataFrame) -> DataFrame:
-    rows = znodes.filter(F.col("kind") == kinds.TOPIC).withColumn("topic", name_part(kinds.TOPIC_PATH))
-    rows = with_json(rows, json_schemas.TOPIC)
+def _parse_topics() -> Parse:
     partitions = field_of("partitions")
     not_int = F.filter(
         F.map_keys(partitions), lambda key: ~key.rlike(DECIMAL_INT) | key.try_cast("int").isNull()
@@ -66,10 +62,8 @@ def _parse_topics(znodes: DataFrame) -> DataFrame:
             ),
         ),
     ]
-    return parse_result(
-        with_reason(rows, checks),
-        "topics",
-        F.col("topic"),
+    values = [
+        own("topic").alias("topic"),
         F.trim(field_of("version")).try_cast("int").alias("version"),
         field_of("topic_id").alias("topic_id"),
         F.size(partitions).alias("partition_count"),
@@ -77,29 +71,27 @@ def _parse_topics(znodes: DataFrame) -> DataFrame:
         partitions.alias("partitions"),
         field_of("adding_replicas").alias("adding"),
         field_of("removing_replicas").alias("removing"),
-    )
+    ]
+    return Parse((kinds.TOPIC,), "topics", checks, values, json=json_schemas.TOPIC,
+                 derived={"topic": name_part(kinds.TOPIC_PATH)})
 
 
-def _parse_states(znodes: DataFrame) -> DataFrame:
-    rows = znodes.filter(F.col("kind") == kinds.PARTITION_STATE).select(
-        "*",
-        name_part(kinds.PARTITION_STATE_PATH, 1).alias("topic"),
-        to_int(name_part(kinds.PARTITION_STATE_PATH, 2)).alias("partition"),
-    )
-    rows = with_json(rows, json_schemas.PARTITION_STATE)
+def _parse_states() -> Parse:
     checks = [
-        F.when(F.col("partition").isNull(), F.lit("partition is not an integer")),
+        F.when(own("partition").isNull(), F.lit("partition is not an integer")),
         *document_reasons(json_schemas.PARTITION_STATE, STATE_VERSIONS, version_required=False),
     ]
-    return parse_result(
-        with_reason(rows, checks),
-        "partition_states",
-        F.col("topic"),
-        F.col("partition"),
+    values = [
+        own("topic").alias("topic"),
+        own("partition").alias("partition"),
         *fields_of("version", "leader", "leader_epoch", "isr", "controller_epoch"),
         F.coalesce(field_of("leader_recovery_state"), F.lit(0)).alias("leader_recovery_state"),
         F.col("version").alias("state_version"),
-    )
+    ]
+    derived = {"topic": name_part(kinds.PARTITION_STATE_PATH, 1),
+               "partition": to_int(name_part(kinds.PARTITION_STATE_PATH, 2))}
+    return Parse((kinds.PARTITION_STATE,), "partition_states", checks, values, json=json_schemas.PARTITION_STATE,
+                 derived=derived)
 
 
 def _assignments_table(topics: DataFrame) -> DataFrame:
@@ -145,12 +137,16 @@ def _partitions_table(assignments: DataFrame, states: DataFrame) -> DataFrame:
     )
 
 
-def parse(znodes: DataFrame) -> list[DataFrame]:
+def parses() -> list[Parse]:
     """Topic znodes (``topics`` struct) and partition states (``partition_states`` struct)."""
-    return [_parse_topics(znodes), _parse_states(znodes)]
+    with scope(kinds.TOPIC):
+        topics = _parse_topics()
+    with scope(kinds.PARTITION_STATE):
+        states = _parse_states()
+    return [topics, states]
 
 
-def tables(parsed: Mapping[str, DataFrame]) -> dict[str, DataFrame]:
+def tables(parsed: DataFrame) -> dict[str, DataFrame]:
     """topics, assignments (one row per assigned partition), partition_states and partitions."""
     topics = accepted(parsed, "topics")
     assignments = _assignments_table(topics)
