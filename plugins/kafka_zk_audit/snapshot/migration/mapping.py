@@ -23,6 +23,7 @@ from urllib.parse import quote, unquote
 from kafka_zk_audit.contract.secrets import ENCRYPTED_VALUE, FINGERPRINT_PREFIX, is_secret_config
 from kafka_zk_audit.snapshot.kraft.image import MetadataImage
 from kafka_zk_audit.snapshot.kraft.render import OPERATIONS, PATTERN_TYPES, PERMISSIONS, RESOURCE_TYPES
+from kafka_zk_audit.snapshot.kraft.schema import uuid_to_str
 from kafka_zk_audit.snapshot.migration.tree import ZkNode, ZkTree, children, data_of
 
 Release = tuple[int, int, int]
@@ -96,6 +97,17 @@ def sanitize(name: str) -> str:
     return quote(name, safe="-_.").replace("*", "%2A")
 
 
+def canonical_uuid(text: str | None) -> str | None:
+    """A topic id as ``Uuid.toString`` prints its 16 bytes (ZooKeeper's text and KRaft's bytes compare decoded)."""
+    if not text:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except ValueError:
+        return text
+    return uuid_to_str(raw) if len(raw) == 16 else text
+
+
 def _secret_value(key: str, value: Any) -> bool:
     return is_secret_config(key, value) or (isinstance(value, str) and value.startswith(FINGERPRINT_PREFIX))
 
@@ -128,7 +140,7 @@ def _zk_topic(tree: ZkTree, topic: str) -> Iterator[Entry]:
     path = f"/brokers/topics/{topic}"
     node = tree.get(path) or ZkNode(None)
     document = _load(node.data) or {}
-    topic_id = document.get("topic_id")
+    topic_id = canonical_uuid(document.get("topic_id"))
     yield Entry("topic", topic, topic_id, None, f"znode {path} = {_shown(node.data)}", topic=topic, path=path)
     adding, removing = document.get("adding_replicas") or {}, document.get("removing_replicas") or {}
     for partition, replicas in sorted((document.get("partitions") or {}).items(), key=lambda kv: int(kv[0])):
