@@ -50,47 +50,43 @@ def compare_frames(zk: DataFrame, kraft: DataFrame) -> DataFrame:
              .select(F.col("pair").alias("apart_pair"), F.col("key").alias("apart_topic")).distinct())
     joined = joined.join(apart, (F.col("pair") == F.col("apart_pair")) & (_both("topic") == F.col("apart_topic"))
                          & F.col("kind").isin("partition", "config"), "left_anti")
-    mangled = (joined.where(F.col("kr_flag") == "mangled")
-               .withColumn("entity", F.get_json_object("key", "$[0]"))
-               .dropDuplicates(["pair", "kind", "entity"])
-               .select("pair", F.lit("migration_diverged_quota_name").alias("check_id"), _both("topic").alias("topic"),
-                       F.lit(None).cast("int").alias("partition"), F.col("kr_path").alias("path"),
-                       F.lit(None).cast("int").alias("broker_id"),
-                       _evidence(F.lit("KRaft holds the entity under a name no client has (KAFKA-16222/16411)"))
-                       .alias("detail")))
-    encrypted = joined.where(F.col("kr_flag") == "encrypted").select(
-        "pair", F.lit("migration_diverged_password_encoded").alias("check_id"), _both("topic").alias("topic"),
-        F.lit(None).cast("int").alias("partition"), F.col("kr_path").alias("path"),
-        _both("broker_id").alias("broker_id"),
-        _evidence(F.lit("KRaft holds ZooKeeper's encrypted text (KAFKA-14801)")).alias("detail"))
-    plain = joined.where(F.col("kr_flag").isNull() & (F.col("kind") != "producer_ids"))
-    what = (F.when(F.col("zk_evidence").isNull(), F.concat(F.col("kind"), F.lit(" in KRaft only")))
+    kinds = F.create_map(*[F.lit(x) for pair in CHECK_OF_KIND.items() for x in pair])
+    mangled, encrypted = F.col("kr_flag") == "mangled", F.col("kr_flag") == "encrypted"
+    check_id = (F.when(mangled, F.lit("migration_diverged_quota_name"))
+                .when(encrypted, F.lit("migration_diverged_password_encoded"))
+                .otherwise(kinds[F.col("kind")]))
+    what = (F.when(mangled, F.lit("KRaft holds the entity under a name no client has (KAFKA-16222/16411)"))
+            .when(encrypted, F.lit("KRaft holds ZooKeeper's encrypted text (KAFKA-14801)"))
+            .when(F.col("kind") == "producer_ids", _producer_ids_what())
+            .when(F.col("zk_evidence").isNull(), F.concat(F.col("kind"), F.lit(" in KRaft only")))
             .when(F.col("kr_evidence").isNull(), F.concat(F.col("kind"), F.lit(" missing in KRaft")))
             .when(_differs("value") | _differs("extra"), F.concat(F.col("kind"), F.lit(" differs"))))
-    kinds = F.create_map(*[F.lit(x) for pair in CHECK_OF_KIND.items() for x in pair])
-    diverged = plain.withColumn("what", what).where(F.col("what").isNotNull()).select(
-        "pair", kinds[F.col("kind")].alias("check_id"), _both("topic").alias("topic"),
-        _both("partition").alias("partition"), _both("path").alias("path"), _both("broker_id").alias("broker_id"),
-        _evidence(F.col("what")).alias("detail"))
-    findings = diverged.unionByName(mangled).unionByName(encrypted).unionByName(_producer_ids(joined))
-    return findings.select("pair", "check_id", "topic", "partition", F.lit(None).cast("string").alias("group_id"),
-                           "broker_id", "path", "detail", F.lit(False).alias("explained"))
+    # one quota_name finding per mangled entity, whatever its keys; every other finding is one entry already
+    entity = F.when(mangled, F.get_json_object("key", "$[0]")).otherwise(F.col("key"))
+    producer_ids = F.col("kind") == "producer_ids"
+    findings = (joined.withColumn("what", what).where(F.col("what").isNotNull())
+                .withColumn("check_id", check_id).withColumn("entity", entity)
+                .dropDuplicates(["pair", "check_id", "kind", "entity"]))
+    return findings.select(
+        "pair", "check_id", F.when(producer_ids, F.lit(None)).otherwise(_both("topic")).alias("topic"),
+        F.when(mangled | encrypted | producer_ids, F.lit(None)).otherwise(_both("partition")).cast("int")
+        .alias("partition"), F.lit(None).cast("string").alias("group_id"),
+        F.when(mangled | producer_ids, F.lit(None)).otherwise(_both("broker_id")).cast("int").alias("broker_id"),
+        F.when(mangled | encrypted, F.col("kr_path")).when(producer_ids, F.col("zk_path")).otherwise(_both("path"))
+        .alias("path"), _evidence(F.col("what")).alias("detail"), F.lit(False).alias("explained"))
 
 
-def _producer_ids(joined: DataFrame) -> DataFrame:
-    """KAFKA-15552: KRaft's next id past ZooKeeper's block_end; after dual writes (broker −1) equal to block_start."""
-    block = joined.where((F.col("kind") == "producer_ids") & F.col("zk_value").isNotNull())
+def _producer_ids_what() -> Column:
+    """KAFKA-15552: KRaft's next id past ZooKeeper's block_end; after dual writes (broker −1) equal to block_start.
+    Null when equal, or when ZooKeeper has no block."""
     broker = F.get_json_object("zk_value", "$.broker").cast("int")
     start = F.get_json_object("zk_value", "$.start").cast("long")
     end = F.get_json_object("zk_value", "$.end").cast("long")
     next_id = F.get_json_object("kr_value", "$.next").cast("long")
-    what = (F.when(F.col("kr_value").isNull(), F.lit("ZooKeeper's producer id block was not migrated"))
+    return (F.when(F.col("zk_value").isNull(), F.lit(None))
+            .when(F.col("kr_value").isNull(), F.lit("ZooKeeper's producer id block was not migrated"))
             .when((broker == -1) & (next_id != start),
                   F.concat(F.lit("next producer id "), next_id, F.lit(" ≠ dual-written block_start "), start))
             .when((broker != -1) & (next_id <= end),
                   F.concat(F.lit("next producer id "), next_id, F.lit(" is not past ZooKeeper's block_end "), end,
                            F.lit(" (KAFKA-15552: ids handed out twice)"))))
-    return block.withColumn("what", what).where(F.col("what").isNotNull()).select(
-        "pair", F.lit("migration_diverged_producer_ids").alias("check_id"), F.lit(None).cast("string").alias("topic"),
-        F.lit(None).cast("int").alias("partition"), F.col("zk_path").alias("path"),
-        F.lit(None).cast("int").alias("broker_id"), _evidence(F.col("what")).alias("detail"))
