@@ -52,7 +52,7 @@ bench: setup
 	$(PY) bench/bench_offline.py
 	$(PY) bench/bench_history.py
 	$(PY) bench/bench_events.py
-	cd bench && ../$(PY) bench_kraft.py
+	$(PY) bench/bench_kraft.py
 
 # what a Kafka-like client sees while a 1,000,000-znode snapshot runs (BENCH_LOAD_ARGS=--quick: 100,000)
 bench-load: setup
