@@ -261,7 +261,7 @@ def _files_params(args: argparse.Namespace, cluster_count: int) -> tuple[dict[st
         return {}, str(exc)
     if args.at_zxid is not None and args.at_time is not None:
         return {}, "give --at-zxid or --at-time, not both"
-    if args.from_kraft or args.at_offset is not None:
+    if getattr(args, "from_kraft", None) or getattr(args, "at_offset", None) is not None:
         return _kraft_params(args, params, cluster_count)
     if not args.from_files:
         return params, None
