@@ -109,7 +109,7 @@ def test_a_dead_cluster_of_a_command_line_fleet_is_audited_with_the_others(zk_se
     assert _targets(malformed, {})[1] == "--zk must be [NAME=]HOST:PORT[,HOST:PORT...][/chroot], not 'nohostport'"
 
 
-def test_unnamed_fleet_targets_are_named_after_their_address(zk_server, capsys):
+def test_unnamed_fleet_targets_are_named_after_their_address(zk_server, capsys, tmp_path):
     """``run --zk HOST:PORT/…/alpha --zk HOST:PORT/beta --zk DEAD:PORT``: the clusters are ``alpha``, ``beta`` and
     the dead one ``HOST-PORT`` (the names of the cluster column, the snapshot ids and the baselines; the DAG writes
     the settings' names into every table: tests/system/test_fleet.py); the run's first line prints them."""
@@ -136,6 +136,17 @@ def test_unnamed_fleet_targets_are_named_after_their_address(zk_server, capsys):
     assert [c["name"] for c in clusters] == ["alpha", "beta", f"127.0.0.1-{port}"]
     assert f"cluster 127.0.0.1-{port}: cannot reach ZooKeeper at 127.0.0.1:{port}" in capsys.readouterr().err
     assert _described(clusters[1], connections) == f"beta ({zk_server.hosts}/cli_names/beta)"
+    # the run's settings file names them so, and the DAG's clusters task plans them so (its snapshot tasks, the
+    # cluster column and the fleet summary take these names: tests/system/test_fleet.py)
+    from kafka_zk_audit.cli.main import _run_settings
+    from kafka_zk_audit.contract.settings import load_config
+    from kafka_zk_audit.snapshot.targets import plan_targets
+
+    settings = load_config(_run_settings(None, clusters, tmp_path, "run0001"))
+    planned = plan_targets(settings, "zookeeper_default", {})
+    assert [(t["cluster"], t["zk_conn_id"]) for t in planned] == [
+        ("alpha", "kafka_zk_audit_cli_0"), ("beta", "kafka_zk_audit_cli_1"),
+        (f"127.0.0.1-{port}", "kafka_zk_audit_cli_2")]
 
 
 def test_derived_names_are_valid_cluster_names_and_unique():
