@@ -11,7 +11,19 @@ def test_ids_are_unique_and_every_spec_is_complete() -> None:
     assert len(CHECK_IDS) == len(CHECKS) == len(BY_ID)
     for check in CHECKS:
         assert check.severity in SEVERITIES and check.entity in ENTITIES and check.meaning, check.check_id
-        assert check.tables, f"{check.check_id} reads no table"
+        assert check.tables or check.paired, f"{check.check_id} reads no table"
+
+
+def test_the_paired_checks_are_the_migration_diffs_and_read_no_table() -> None:
+    from kafka_zk_audit.contract.catalogue import PAIRED_CHECK_IDS, SNAPSHOT_CHECK_IDS
+    from kafka_zk_audit.contract.migration_checks import BY_ID as DIVERGENCES
+
+    assert set(PAIRED_CHECK_IDS) == set(DIVERGENCES) and len(PAIRED_CHECK_IDS) == 12
+    assert set(PAIRED_CHECK_IDS).isdisjoint(SNAPSHOT_CHECK_IDS)
+    assert set(PAIRED_CHECK_IDS) | set(SNAPSHOT_CHECK_IDS) == set(CHECK_IDS)
+    for check_id in PAIRED_CHECK_IDS:
+        check = BY_ID[check_id]
+        assert check.severity == DIVERGENCES[check_id].severity and not check.tables and not check.baselines
 
 
 def test_inputs_are_normalized_tables() -> None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kafka_zk_audit.contract.migration_checks import DIVERGENCES
+
 SEVERITIES = ("critical", "error", "warning", "info")
 # Severities that fail the gate; warnings and info are validated and shown but do not gate.
 GATING_SEVERITIES = frozenset({"critical", "error"})
@@ -40,6 +42,7 @@ class Check:
     baselines: tuple[str, ...] = ()
     params: bool = False
     source: str = ""  # where Kafka keeps the invariant (apache/kafka paths), for the KRaft checks
+    paired: bool = False  # the migration diff's: found by comparing a cluster with its KRaft log, not by a function
 
     @property
     def history(self) -> bool:
@@ -240,9 +243,18 @@ CHECKS: tuple[Check, ...] = (
           tables=("unreadable_znodes",)),
 )
 
+# The migration diff's findings (contract.migration_checks): raised only for a cluster whose settings pair its
+# ZooKeeper with the KRaft log its migration wrote (``clusters[].migration``), by comparing the two
+# (snapshot.migration), never by a check function over one snapshot's tables.
+CHECKS += tuple(Check(d.check_id, d.severity, "znodes", d.meaning, source=d.source, paired=True)
+                for d in DIVERGENCES)
+
 BY_ID: dict[str, Check] = {check.check_id: check for check in CHECKS}
 CHECK_IDS: tuple[str, ...] = tuple(BY_ID)
 ENTITIES: tuple[str, ...] = tuple(dict.fromkeys(check.entity for check in CHECKS))
+# The checks a function runs over every snapshot's tables (all but the paired ones).
+SNAPSHOT_CHECK_IDS: tuple[str, ...] = tuple(check.check_id for check in CHECKS if not check.paired)
+PAIRED_CHECK_IDS: tuple[str, ...] = tuple(check.check_id for check in CHECKS if check.paired)
 # The checks that judge a KRaft metadata log (its kraft_* tables): a ZooKeeper snapshot never has anything for them.
 KRAFT_CHECK_IDS: tuple[str, ...] = (
     "leader_fenced", "elr_invalid", "directory_unregistered", "partition_reassignment_stuck", "log_epoch_regressed",

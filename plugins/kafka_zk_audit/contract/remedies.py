@@ -7,6 +7,8 @@ is finding out why Kafka did not (or who else wrote it).
 
 from __future__ import annotations
 
+from kafka_zk_audit.contract.migration_checks import DIVERGENCES
+
 REMEDIES: dict[str, str] = {
     # Partitions and replicas
     "leader_not_in_isr": (
@@ -279,3 +281,6 @@ REMEDIES: dict[str, str] = {
         "`sasl:<principal>:r` next to Kafka's entry); otherwise leave it: an info finding does not gate."
     ),
 }
+
+# The migration diff's findings: their remedies are with their kinds (contract.migration_checks).
+REMEDIES.update({divergence.check_id: divergence.remedy for divergence in DIVERGENCES})

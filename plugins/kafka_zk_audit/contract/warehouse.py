@@ -97,6 +97,15 @@ class Warehouse:
     def summary_path(self, run_id: str) -> str:
         return f"{self.run_dir(run_id)}/summary.json"
 
+    def migration_diff_path(self, snapshot_id: str) -> str:
+        """A paired cluster's migration verdict for its ZooKeeper snapshot (snapshot.migration.paired)."""
+        return f"{self.run_dir(snapshot_id)}/migration_diff.json"
+
+    def read_migration_diff(self, snapshot_id: str) -> dict[str, Any] | None:
+        """That verdict, None when the snapshot's cluster is not paired with a KRaft log."""
+        path = self.migration_diff_path(snapshot_id)
+        return self.read_json(path) if self.exists(path) else None
+
     def alert_state_path(self, cluster: str) -> str:
         """A cluster's alert state: which findings fire (``alerts/<cluster>/state.json``)."""
         return f"{self.root}/alerts/{cluster}/state.json"

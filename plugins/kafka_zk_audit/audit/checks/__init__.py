@@ -30,13 +30,14 @@ from kafka_zk_audit.audit.checks import (
 from kafka_zk_audit.audit.checks.common import family_functions
 from kafka_zk_audit.audit.params import Params
 from kafka_zk_audit.audit.unions import only_columns, union_all
-from kafka_zk_audit.contract.catalogue import BY_ID, CHECK_IDS
+from kafka_zk_audit.contract.catalogue import BY_ID, SNAPSHOT_CHECK_IDS
 from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, TABLES, keyed
 
 # The modules that define the check functions, one family of checks each.
 FAMILIES = (partitions, controller, migration, brokers_topics, admin, consumers, znodes, kraft)
-# Each check id's function (derived from the catalogue: a check without one fails here, at import).
-CHECK_FUNCTIONS: Mapping[str, Callable[..., DataFrame]] = family_functions(CHECK_IDS, FAMILIES)
+# Each check id's function (derived from the catalogue: a check without one fails here, at import). The paired
+# checks (the migration diff's) have none: the audit merges the diff's rows for the paired snapshots (audit.job).
+CHECK_FUNCTIONS: Mapping[str, Callable[..., DataFrame]] = family_functions(SNAPSHOT_CHECK_IDS, FAMILIES)
 
 
 @dataclass(frozen=True)
@@ -67,9 +68,10 @@ def run_checks(
     tables: Mapping[str, DataFrame],
     previous: Mapping[str, DataFrame] | None,
     params: Params,
-    check_ids: tuple[str, ...] = CHECK_IDS,
+    check_ids: tuple[str, ...] = SNAPSHOT_CHECK_IDS,
 ) -> DataFrame:
-    """Every check (or the given ids) over every snapshot of the tables, as one keyed CHECK_OUTPUT DataFrame."""
+    """Every snapshot check (or the given ids) over every snapshot of the tables, as one keyed CHECK_OUTPUT
+    DataFrame."""
     missing = [name for name in TABLES if name not in tables]
     if missing:
         raise ValueError(f"run_checks needs every normalized table; missing: {', '.join(missing)}")

@@ -257,6 +257,10 @@ def _validate(raw: Any, where: _Where, defaults: bool = True) -> AuditConfig:
             problems.append(f"{where.at(where.line_of(('clusters', index)))}: cluster {cluster.name!r} names both "
                             "files (ZooKeeper's) and kraft (a KRaft metadata log); a cluster is audited from one "
                             "source: keep the one it runs on now")
+        if cluster.migration is not None and cluster.kraft is not None:
+            problems.append(f"{where.at(where.line_of(('clusters', index, 'migration')))}: cluster {cluster.name!r} "
+                            "has migration (its KRaft log, compared with its ZooKeeper tree) but is audited from "
+                            "kraft: a migrating cluster is audited from ZooKeeper (zk_conn_id or files)")
         at = ("clusters", index, "overrides")
         for key in cluster.overrides:
             if key not in models.CLUSTER_OVERRIDABLE:

@@ -259,6 +259,32 @@ class KraftConfig(_Section):
     sftp_conn_id: Text | None = None
 
 
+def _validate_release(value: Any) -> str:
+    if isinstance(value, float):  # an unquoted 3.7 in YAML
+        value = str(value)
+    text = str(value).strip()
+    parts = text.split(".")
+    if not (2 <= len(parts) <= 3 and all(p.isdigit() for p in parts) and parts[0] == "3" and "4" <= parts[1] <= "9"
+            and len(parts[1]) == 1):
+        raise PydanticCustomError("release", "the Kafka release that ran the migration: 3.4 to 3.9, with an "
+                                             "optional patch (\"3.6.1\")")
+    return text
+
+
+MigrationRelease = Annotated[str, BeforeValidator(_validate_release)]
+
+
+class ClusterMigrationConfig(_Section):
+    """A cluster migrating from ZooKeeper to KRaft: where its KRaft metadata log is, the release that runs the
+    migration and how far ZooKeeper may trail the log during dual writes; the audit then proves the copy faithful
+    (the migration diff)."""
+
+    kraft: KraftConfig
+    release: MigrationRelease = "3.9"
+    max_lag_records: Annotated[StrictInt, Field(ge=0)] = 10_000
+    max_lag: Duration = timedelta(minutes=5)
+
+
 class HistoryConfig(_Section):
     """The history of each cluster's ZooKeeper files the DAG builds: whether it does, and the floor of a listed
     interval."""
@@ -313,6 +339,7 @@ class ClusterConfig(_Section):
     zk_conn_id: Text | None = None
     files: FilesConfig | None = None
     kraft: KraftConfig | None = None
+    migration: ClusterMigrationConfig | None = None
     overrides: dict[str, Any] = Field(default_factory=dict)
 
 
