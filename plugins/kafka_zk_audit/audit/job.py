@@ -43,6 +43,7 @@ from kafka_zk_audit.audit.keyed_io import (
     write_rows,
 )
 from kafka_zk_audit.audit.normalize import normalize
+from kafka_zk_audit.audit.paired import read_verdicts, with_paired_findings
 from kafka_zk_audit.audit.readiness import SnapshotReadiness, audit_readiness, write_audit_migration
 from kafka_zk_audit.audit.session import size_spark_to
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
@@ -229,14 +230,15 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
             write_rows(out, out.table_dir(DRIFT_TABLE), {row["snapshot_id"]: [row] for row in drift}, DRIFT)
 
     with clock.phase("checks+findings"):
-        raw = run_checks(tables, previous_tables, params)
+        verdicts = read_verdicts(warehouse, ids)  # the migration diffs of the paired snapshots
+        raw = with_paired_findings(spark, run_checks(tables, previous_tables, params), verdicts)
         finalized = finalize_findings(raw, batch, previous_findings)
         findings = finalized.findings
 
     readiness: dict[str, dict[str, Any]] = {}
     if for_gate:
         with clock.phase("readiness"):
-            readiness = _readiness(spark, out, batch, tables, snapshot, target_version)
+            readiness = _readiness(spark, out, batch, tables, snapshot, target_version, verdicts)
 
     if for_gate:
         with clock.phase("audit tables"):
@@ -299,7 +301,8 @@ def audit_figures(snapshot: BatchSnapshot, stats: Mapping[str, int], counts: Map
 
 
 def _readiness(spark: SparkSession, warehouse: Warehouse, batch: Batch, tables: Mapping[str, DataFrame],
-               snapshot: DataFrame, target_version: str | None) -> dict[str, dict[str, Any]]:
+               snapshot: DataFrame, target_version: str | None,
+               verdicts: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """The readiness reports of the snapshots whose settings ask for one (``migration.readiness``) and that read
     ZooKeeper (a KRaft cluster has no migration ahead); the others, and all when it cannot be computed, get an
     empty ``audit_migration`` table (no gate on readiness)."""
@@ -309,7 +312,7 @@ def _readiness(spark: SparkSession, warehouse: Warehouse, batch: Batch, tables: 
     reports: dict[str, dict[str, Any]] = {}
     if wanted:
         try:
-            reports = audit_readiness(spark, warehouse, wanted, tables, snapshot)
+            reports = audit_readiness(spark, warehouse, wanted, tables, snapshot, verdicts)
         except Exception:  # the health audit goes on: readiness is a report beside it
             log.exception("the ZK -> KRaft readiness report of %s could not be computed (the audit goes on "
                           "without it; please report this with the log)", ", ".join(wanted))

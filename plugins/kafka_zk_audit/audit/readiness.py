@@ -28,6 +28,7 @@ from kafka_zk_audit.audit.checks.migration import migration_phases
 from kafka_zk_audit.audit.checks.readiness import ReadinessTarget, run_readiness
 from kafka_zk_audit.audit.checks.readiness.cluster import node_ids
 from kafka_zk_audit.audit.keyed_io import write_rows
+from kafka_zk_audit.audit.paired import verification_chapter
 from kafka_zk_audit.contract.readiness import BY_CHECK_ID, LEVEL_RANK, LEVELS, NOT_VISIBLE, SUBJECT_COLUMNS, verdict
 from kafka_zk_audit.contract.schemas import KEY, READINESS
 from kafka_zk_audit.contract.settings import AuditConfig
@@ -105,14 +106,16 @@ def _collected(frame: DataFrame, snapshot_ids: list[str]) -> list[dict[str, Any]
 
 
 def audit_readiness(spark: SparkSession, warehouse: Warehouse, snapshots: Mapping[str, SnapshotReadiness],
-                    tables: Mapping[str, DataFrame], snapshot: DataFrame) -> dict[str, dict[str, Any]]:
+                    tables: Mapping[str, DataFrame], snapshot: DataFrame,
+                    verifications: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
     """Every readiness condition of each snapshot at its target version: the readiness and ``audit_migration``
     tables (one write each for all snapshots) and each snapshot's ``runs/<id>/readiness.json``; returns the JSON
     reports by snapshot id (verdict, phase, counts by level, rows blockers first, node ids, the not-visible
     checklist).
 
     ``tables`` and ``snapshot`` are the keyed frames holding (at least) these snapshots; the rows of all of them
-    come from one plan and one collect.
+    come from one plan and one collect. ``verifications``: the migration verdicts of the paired snapshots
+    (``audit.paired``), each report's last chapter (``migration_verification``, null for the others).
     """
     ids = list(snapshots)
     if not ids:
@@ -153,6 +156,7 @@ def audit_readiness(spark: SparkSession, warehouse: Warehouse, snapshots: Mappin
             "not_visible": [asdict(entry) for entry in NOT_VISIBLE],
             "znode_acls_read": "znode_acls" in manifest,
             "generated_at": datetime.now(UTC).isoformat(),
+            "migration_verification": verification_chapter((verifications or {}).get(sid)),
         }
         warehouse.write_json(f"{warehouse.run_dir(sid)}/readiness.json", report)
         log.info("migration readiness of %s at target %s: %s (%s); phase %s", sid, item.target, report["verdict"],

@@ -19,7 +19,7 @@ from typing import Any
 from kafka_zk_audit.contract import readiness as contract
 from kafka_zk_audit.contract.readiness import LEVEL_RANK, LEVELS, NOT_VISIBLE, SUBJECT_COLUMNS
 from kafka_zk_audit.contract.warehouse import Warehouse, validate_snapshot_id
-from kafka_zk_audit.report import alert
+from kafka_zk_audit.report import alert, verification
 from kafka_zk_audit.report.data_docs import link_at_top
 from kafka_zk_audit.report.page_style import PageLinks, cell, esc, links_for, page, table
 
@@ -145,6 +145,7 @@ def render_text(report: Mapping[str, Any]) -> str:
             lines.append(f"  [ ] {item['item']}" + (f": {item['why']}" if item["why"] else ""))
             if item["how"]:
                 lines.append(f"      how: {item['how']}")
+    lines += verification.text_lines(report)
     return "\n".join(_plain(line) for line in lines)
 
 
@@ -175,15 +176,17 @@ def _anchor(index: int) -> str:
 
 def _overview(reports: list[Mapping[str, Any]]) -> str:
     rows = []
+    paired = any(verification.chapter_of(report) is not None for report in reports)
     for index, report in enumerate(reports):
         phase, _ = _phase(report)
         rows.append(
             "<tr>" + cell(cluster_name(report), wrap=True,
                           html_value=f'<a href="#{_anchor(index)}">{_e(cluster_name(report))}</a>')
             + cell(report.get("target_version")) + cell(verdict_of(report), html_value=_badge(verdict_of(report)))
-            + cell(level_counts(report)["blocker"]) + cell(phase) + "</tr>")
-    return table(("cluster", "target", "verdict", "blockers", "migration phase"), rows, css_class="overview",
-                 search=len(reports) > 1)
+            + cell(level_counts(report)["blocker"]) + cell(phase)
+            + (cell(verification.status_of(report) or "") if paired else "") + "</tr>")
+    headings = ("cluster", "target", "verdict", "blockers", "migration phase", *(("migration diff",) if paired else ()))
+    return table(headings, rows, css_class="overview", search=len(reports) > 1)
 
 
 def _rows_table(level: str, rows: list[Mapping[str, Any]]) -> str:
@@ -226,6 +229,7 @@ def _cluster_section(index: int, report: Mapping[str, Any]) -> str:
         items = "".join(f"<li><b>{_e(i['item'])}</b>{': ' + _e(i['why']) if i['why'] else ''}"
                         f"{'<br>how: ' + _e(i['how']) if i['how'] else ''}</li>" for i in checklist)
         parts.append(f'<section class="not-visible"><h3>{_e(NOT_VISIBLE_HEADING)}</h3><ul>{items}</ul></section>')
+    parts.append(verification.render_chapter(report))  # the last chapter: a paired cluster's migration verdict
     parts.append("</section>")
     return "".join(parts)
 

@@ -3,8 +3,9 @@
 :func:`plan_targets` is the DAG's ``clusters`` task: one target per cluster of the settings (else one ``default``
 cluster on the run's ZooKeeper connection), with the run's ``from_files``, ``at_zxid`` and ``at_time`` params applied
 by :func:`plan_files`. A target is what the mapped snapshot and history tasks are expanded with:
-``{"cluster", "zk_conn_id", "files", "kraft", "at_zxid", "at_offset", "at_time"}``; a cluster with ``kraft`` (its
-KRaft metadata log) is read from that log, never from ZooKeeper.
+``{"cluster", "zk_conn_id", "files", "kraft", "migration", "at_zxid", "at_offset", "at_time"}``; a cluster with
+``kraft`` (its KRaft metadata log) is read from that log, never from ZooKeeper; one with ``migration`` is read from
+ZooKeeper and its snapshot is then compared with the KRaft log its migration wrote (``migration_target``).
 """
 
 from __future__ import annotations
@@ -12,18 +13,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kafka_zk_audit.contract.settings import AuditConfig
+from kafka_zk_audit.contract.settings import AuditConfig, ClusterMigrationConfig
 from kafka_zk_audit.snapshot.files.sources import FilesSourceError, parse_at_time, parse_at_zxid
 
 DEFAULT_CLUSTER = "default"
 
 
+def migration_target(migration: ClusterMigrationConfig | None) -> dict[str, Any] | None:
+    """A cluster's ``migration`` setting as a target carries it (plain JSON values: an XCom)."""
+    if migration is None:
+        return None
+    return {**migration.kraft.model_dump(), "release": migration.release, "max_lag_records": migration.max_lag_records,
+            "max_lag_ms": int(migration.max_lag.total_seconds() * 1000)}
+
+
 def cluster_targets(cfg: AuditConfig, zk_conn_id: str | None) -> list[dict[str, Any]]:
     """One entry per cluster to audit: the settings' clusters, else ``default`` on ``zk_conn_id``."""
     if not cfg.clusters:
-        return [{"cluster": DEFAULT_CLUSTER, "zk_conn_id": zk_conn_id or None, "files": None, "kraft": None}]
+        return [{"cluster": DEFAULT_CLUSTER, "zk_conn_id": zk_conn_id or None, "files": None, "kraft": None,
+                 "migration": None}]
     return [{"cluster": c.name, "zk_conn_id": c.zk_conn_id, "files": c.files.model_dump() if c.files else None,
-             "kraft": c.kraft.model_dump() if c.kraft else None}
+             "kraft": c.kraft.model_dump() if c.kraft else None, "migration": migration_target(c.migration)}
             for c in cfg.clusters]
 
 
@@ -47,6 +57,8 @@ def plan_files(targets: list[dict[str, Any]], params: Mapping[str, Any]) -> list
                 f"cluster its {'files' if from_files else 'kraft'}: setting instead")
         source = ({"files": {"data_dir": from_files, "log_dir": None, "sftp_conn_id": None}, "kraft": None}
                   if from_files else {"files": None, "kraft": {"metadata_dir": from_kraft, "sftp_conn_id": None}})
+        if from_kraft and targets[0].get("migration"):
+            source["migration"] = None  # the KRaft log is the cluster's source now: no ZooKeeper to compare
         targets = [{**targets[0], **source}]
     from_disk = [t for t in targets if t.get("files") or t.get("kraft")]
     if (at_zxid not in (None, "") or at_time) and not from_disk:

@@ -50,7 +50,8 @@ class ZooKeeperHistoryOperator(AuditSparkSubmitOperator):
                  zk_conn_id: str | None = None, files: dict[str, str | None] | None = None,
                  at_zxid: int | str | None = None, at_time: str | None = None,
                  kraft: dict[str, str | None] | None = None, at_offset: int | str | None = None,
-                 **kwargs: Any) -> None:
+                 migration: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        del migration  # a migrating cluster's history is its ZooKeeper's, like any other's
         kwargs.setdefault("application", history_app_path())
         kwargs.setdefault("name", "kafka-zk-audit-history")
         super().__init__(**kwargs)

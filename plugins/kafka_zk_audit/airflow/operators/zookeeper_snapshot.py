@@ -32,6 +32,10 @@ class ZooKeeperSnapshotOperator(BaseOperator):
     With ``kraft`` (``{"metadata_dir": …, "sftp_conn_id": …}``, the cluster's ``kraft`` setting) the snapshot is the
     KRaft metadata image replayed from a controller's metadata log, at ``at_offset`` or ``at_time`` (default: the
     newest state), laid out as the same snapshot table.
+
+    With ``migration`` (the cluster's ``migration`` setting: its KRaft ``metadata_dir``/``sftp_conn_id``, ``release``
+    and lag limits) the ZooKeeper snapshot is then compared with the KRaft log its migration wrote
+    (``snapshot.migration.paired``).
     """
 
     template_fields: Sequence[str] = ("zk_conn_id", "warehouse", "snapshot_suffix", "cluster", "at_zxid", "at_time",
@@ -41,7 +45,7 @@ class ZooKeeperSnapshotOperator(BaseOperator):
                  snapshot_suffix: str | None = None, cluster: str | None = None,
                  files: dict[str, str | None] | None = None, at_zxid: int | str | None = None,
                  at_time: str | None = None, kraft: dict[str, str | None] | None = None,
-                 at_offset: int | str | None = None,
+                 at_offset: int | str | None = None, migration: dict[str, Any] | None = None,
                  options: SnapshotOptions | None = None,
                  max_reads_in_flight: int | None = None, max_bytes_in_flight: int | None = None,
                  reads_per_second: float | None = None, batch_ops: int | None = None,
@@ -58,6 +62,7 @@ class ZooKeeperSnapshotOperator(BaseOperator):
         self.at_time = at_time
         self.kraft = kraft or None
         self.at_offset = at_offset
+        self.migration = migration or None
         overrides = {
             "max_reads_in_flight": max_reads_in_flight, "max_bytes_in_flight": max_bytes_in_flight,
             "reads_per_second": reads_per_second, "batch_ops": batch_ops, "max_reconnects": max_reconnects,
@@ -78,6 +83,8 @@ class ZooKeeperSnapshotOperator(BaseOperator):
             manifest = self._snapshot_from_files(warehouse, suffix)
         else:
             manifest = self._snapshot_of_ensemble(warehouse, suffix)
+        if self.migration and not self.kraft:
+            self._verify_migration(warehouse, manifest)
         context["ti"].xcom_push(key="manifest", value=manifest)
         return manifest["snapshot_id"]
 
@@ -112,3 +119,22 @@ class ZooKeeperSnapshotOperator(BaseOperator):
         return snapshot_from_kraft(functools.partial(cluster_kraft_files, self.kraft or {}), warehouse, suffix,
                                    at_offset=self.at_offset, at_time=self.at_time, options=self.options,
                                    cluster=self.cluster, task_log=self.log)
+
+    def _verify_migration(self, warehouse: Warehouse, manifest: dict[str, Any]) -> None:
+        """Compare the snapshot just written with the KRaft log the cluster's migration wrote (fetched read-only);
+        the verdict goes to ``runs/<id>/migration_diff.json``. A KRaft side that cannot be read is recorded as
+        unverified (the snapshot is kept: its own audit goes on)."""
+        from kafka_zk_audit.airflow.hooks.zookeeper_files import cluster_kraft_files
+        from kafka_zk_audit.snapshot.migration.paired import verify_snapshot, write_unverified
+
+        migration = self.migration or {}
+        try:
+            with cluster_kraft_files(migration) as staged:
+                self.log.info("migration diff of %s against the KRaft log at %s (Kafka %s)",
+                              manifest["snapshot_id"], staged.origin, migration.get("release"))
+                verify_snapshot(warehouse, manifest, migration, staged.data_dir,
+                                secrets_in_clear=self.options.copy_secrets)
+        except Exception as error:  # the ZooKeeper snapshot stands; the pair is reported unverified
+            reason = f"{type(error).__name__}: {error}"
+            self.log.exception("the migration diff of %s failed: %s", manifest["snapshot_id"], reason)
+            write_unverified(warehouse, manifest, migration, reason)
