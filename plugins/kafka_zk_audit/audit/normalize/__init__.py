@@ -18,8 +18,9 @@ module describes how it parses its kinds (``common.Parse``: explicit ``from_json
 values its tables need), and ``onepass.parse_frame`` puts every kind's parse in one frame: kind, ``reason`` (null
 when the znode is fine), origin and one struct per table, each znode parsed by one ``from_json`` of its kind. Tables
 select the rows of their struct without a reason; malformed_znodes is the rows with one. The classified frame and
-the parse frame are persisted (MEMORY_AND_DISK): the snapshot is classified once and each znode parsed once, however
-many tables are written; the normalizer builds a few frames per table, not a few per kind and field.
+the parse frame are kept (MEMORY_AND_DISK; the parse frame as a local checkpoint, so that the frames built on it
+do not carry its large projection through every analysis): the snapshot is classified once and each znode parsed
+once, however many tables are written; the normalizer builds a few frames per table, not a few per kind and field.
 ``normalize`` itself runs no Spark job; the first action on a table materialises what it reads. With
 ``persist=False`` nothing is cached (each table then re-reads the snapshot). Bad data never raises: it becomes a
 malformed_znodes row and no row in its kind's table. A znode the auditor may not read is not judged: it becomes an
@@ -90,9 +91,13 @@ class NormalizedTables(dict[str, DataFrame]):
         self.cached = cached
 
     def release(self) -> None:
-        """Unpersist the cached classified frame and parse frame (no-op when nothing was persisted)."""
+        """Unpersist the cached classified frame and drop the checkpointed parse frame's blocks (no-op when nothing
+        was persisted)."""
         for frame in self.cached:
             frame.unpersist()
+            plan = frame._jdf.logicalPlan()  # a checkpointed frame's leaf holds the RDD whose blocks it reads
+            if plan.getClass().getSimpleName() == "LogicalRDD":
+                plan.rdd().unpersist(False)
 
 
 def parse(classified: DataFrame) -> DataFrame:
@@ -109,10 +114,10 @@ def family_tables(snapshot: DataFrame, names: Iterable[str]) -> dict[str, DataFr
     """The named tables as the family parsers make them from a ``keyed(SNAPSHOT)`` frame: every row kept with
     its origin (path, mzxid), not conformed to ``TABLES``, nothing cached, no malformed_znodes,
     unreadable_znodes or notifications table. Raises KeyError for a name no family makes."""
-    parsed = parse(classify(snapshot))
+    readable = classify(snapshot).filter(data_was_read())
     tables: dict[str, DataFrame] = {}
-    for family in FAMILIES:
-        tables.update(family.tables(parsed))
+    for family in FAMILIES:  # a parse frame per family: each table's plan holds its family's parses only
+        tables.update(family.tables(parse_frame(readable, family.parses())))
     return {name: tables[name] for name in names}
 
 
@@ -145,7 +150,9 @@ def normalize(snapshot: DataFrame, *, persist: bool = True) -> NormalizedTables:
         classified = classified.persist(StorageLevel.MEMORY_AND_DISK)
     parsed = parse(classified)
     if persist:
-        parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
+        # checkpointed, not only cached: the tables' frames then stand on a leaf, not on the parse's one large
+        # projection, which Catalyst would otherwise walk again for each of the ~80 frames built on it
+        parsed = parsed.localCheckpoint(eager=False, storageLevel=StorageLevel.MEMORY_AND_DISK)
     frames: dict[str, DataFrame] = {
         "notifications": notifications_table(classified),
         "malformed_znodes": malformed_table(parsed),
