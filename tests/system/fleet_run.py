@@ -24,6 +24,10 @@ kr-planted a generated 4.1 KRaft log with every KRaft plant (kafka_zk_audit_test
 kr-corrupt a generated KRaft log with a corrupt batch: one log_corrupt finding naming the file and offset
 kr-…      one real controller's metadata dir of each dataset of ../shared/real-data/kraft (Kafka 3.5–4.2, written by
            real clusters; REAL_KRAFT): each one's findings are what its records show (tests/system/test_kraft_fleet.py)
+migrated   a 3.x cluster migrating to KRaft (``migration:`` setting): /migration as dual writes leave it and the KRaft
+           log written from its tree (kafka_zk_audit_testing.migration_log) with two planted divergences, each found
+           once with both sides' evidence, alerted through the fleet's route; the readiness page's verdict: diverged
+migclean   the same without a plant: migration verified, no finding, green
 secured    digest-auth ACLs, read with the connection's login; its controller is missing, with ``for: 1s`` on that
            check: pending in run 1 (no alert), firing in run 2 (one trigger)
 ========== ===================================================================================================
@@ -91,8 +95,10 @@ DEAD = "delta"
 CHROOTS = {
     "alpha": "/fleet_alpha", "bravo": "/fleet_bravo", "charlie": "/fleet_charlie", "e2e": "/e2e_history",
     "kraft35": "/rd_planted", "kraft39": "/rd_planted", "clean39": "/rd_clean", "dualwrite": "/rd_dual",
-    "secured": "/secured",
+    "secured": "/secured", "migrated": "/mig_planted", "migclean": "/mig_clean",
 }
+# the paired clusters (ZooKeeper and the KRaft log of their migration): cluster -> the divergences planted in the log
+MIGRATED = {"migrated": ("partition_replicas", "config_missing"), "migclean": ()}
 FILES_CHROOT = "/kafka"  # where tests/conftest.py's history_files wrote its scenario
 REAL_DATA = Path(__file__).resolve().parents[3] / "shared" / "real-data" / "kraft"
 # cluster -> one controller's metadata.log.dir of each real dataset (its SOURCE.md tells what the files show)
@@ -179,7 +185,7 @@ class SystemRun:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def settings_yaml(files_dir: Path, kraft_dirs: dict[str, Path]) -> dict[str, Any]:
+def settings_yaml(files_dir: Path, kraft_dirs: dict[str, Path], migration_dirs: dict[str, Path]) -> dict[str, Any]:
     clusters: list[dict[str, Any]] = [
         {"name": name, "kraft": {"metadata_dir": str(kraft_dirs[name])}} if name in kraft_dirs
         else {"name": name, "zk_conn_id": f"zk_{name}"} for name in CLUSTERS]
@@ -196,6 +202,8 @@ def settings_yaml(files_dir: Path, kraft_dirs: dict[str, Path]) -> dict[str, Any
     by_name["kraft35"]["overrides"] = {"migration": {"target_version": "3.5.0", "gate": True}}
     by_name["dualwrite"]["overrides"] = {"migration": {"dual_write_stale_after": "0s"}}
     by_name["files"]["files"] = {"data_dir": str(files_dir)}
+    for name, folder in migration_dirs.items():
+        by_name[name]["migration"] = {"kraft": {"metadata_dir": str(folder)}, "release": "3.9"}
     return {
         "schedule": None,
         "clusters": clusters,
@@ -272,7 +280,8 @@ def system(zk_server, history_files, tmp_path_factory) -> Iterator[SystemRun]:
     kraft_planted.append(corrupt(tmp / "kr-corrupt"))
     kraft_dirs.update({"kr-planted": tmp / "kr-planted", "kr-corrupt": tmp / "kr-corrupt"})
     settings = tmp / "fleet.yaml"
-    settings.write_text(yaml.safe_dump(settings_yaml(files_dir, kraft_dirs), sort_keys=False))
+    migration_dirs = {name: tmp / f"kraft-{name}" for name in MIGRATED}
+    settings.write_text(yaml.safe_dump(settings_yaml(files_dir, kraft_dirs, migration_dirs), sort_keys=False))
     base = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW") and k != "KAFKA_ZK_AUDIT_CONFIG"}
     env = airflow_env(airflow_home=home, base=base)
     env["KAFKA_ZK_AUDIT_CONFIG"] = str(settings)
@@ -282,7 +291,8 @@ def system(zk_server, history_files, tmp_path_factory) -> Iterator[SystemRun]:
     for chroot in set(CHROOTS.values()):
         admin.ensure_path(chroot)
     sims = {name: Simulator(hosts=zk_server.hosts + CHROOTS[name])
-            for name in ("alpha", "bravo", "charlie", "e2e", "kraft39", "clean39", "dualwrite")}
+            for name in ("alpha", "bravo", "charlie", "e2e", "kraft39", "clean39", "dualwrite", *MIGRATED)}
+    migrations: dict[str, Any] = {}
     sims["secured"] = Simulator(hosts=zk_server.hosts + CHROOTS["secured"], auth=("digest", ":".join(SECURED_AUTH)))
     runs: list[Run] = []
     try:
@@ -302,6 +312,9 @@ def system(zk_server, history_files, tmp_path_factory) -> Iterator[SystemRun]:
             sims["dualwrite"].write(ClusterSpec(era="3.x-migration", **READINESS_SMALL))
             sims["secured"].write(SECURED_SPEC)
             secured_plant = sims["secured"].plant("controller_missing")
+            for name, plants in MIGRATED.items():
+                sims[name].write(FLEET_SPEC)
+                migrations[name] = migrate(zk_server.hosts + CHROOTS[name], migration_dirs[name], plants)
 
             # run 1: airflow dags test, its Spark apps on a standalone master
             label = "first"
@@ -353,4 +366,27 @@ def system(zk_server, history_files, tmp_path_factory) -> Iterator[SystemRun]:
         admin.close()
     yield SystemRun(warehouse, home, settings, after_first, runs, planted, history_plants,
                     recreated, fixed, dropped, readiness_planted, readiness_inherent, secured_plant, files_scenario,
-                    files_dir, kraft_planted, spark_master, spark_dir)
+                    files_dir, kraft_planted, spark_master, spark_dir, extra={"migrations": migrations})
+
+
+def migrate(hosts: str, kraft_dir: Path, plants: tuple[str, ...]) -> dict[str, Any]:
+    """The KRaft log a migration of the cluster at ``hosts`` writes (from its raw tree, with ``plants``) and /migration
+    as its dual writes leave it; returns the log (``log``) and the raw tree's topics and partitions (``topics``,
+    ``partitions``) and secret znodes' data (``secrets``), read here, apart from the audit."""
+    from kafka_zk_audit.snapshot.migration.tree import tree_from_kazoo
+    from kafka_zk_audit_testing.migration_log import write_migration_log
+
+    client = KazooClient(hosts=hosts)
+    client.start(timeout=15)
+    try:
+        tree = tree_from_kazoo(client)
+        log = write_migration_log(tree, kraft_dir, "3.9", plants=plants)
+        client.create("/migration", log.migration_znode())
+    finally:
+        client.stop()
+        client.close()
+    topics = [p for p in tree if p.count("/") == 3 and p.startswith("/brokers/topics/")]
+    partitions = [p for p in tree if p.startswith("/brokers/topics/") and p.endswith("/state")]
+    secrets = [node.data for path, node in tree.items()
+               if path.startswith(("/config/users/", "/delegation_token/tokens/")) and node.data]
+    return {"log": log, "topics": len(topics), "partitions": len(partitions), "secrets": secrets}
