@@ -95,9 +95,10 @@ class NormalizedTables(dict[str, DataFrame]):
         was persisted)."""
         for frame in self.cached:
             frame.unpersist()
-            plan = frame._jdf.logicalPlan()  # a checkpointed frame's leaf holds the RDD whose blocks it reads
-            if plan.getClass().getSimpleName() == "LogicalRDD":
-                plan.rdd().unpersist(False)
+            jdf = getattr(frame, "_jdf", None)  # a classic session's; a Spark Connect server frees its own
+            plan = jdf.logicalPlan() if jdf is not None else None
+            if plan is not None and plan.getClass().getSimpleName() == "LogicalRDD":
+                plan.rdd().unpersist(False)  # a checkpointed frame's leaf holds the RDD whose blocks it reads
 
 
 def parse(classified: DataFrame) -> DataFrame:
