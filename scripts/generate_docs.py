@@ -32,7 +32,8 @@ ENTITY_ROWS = {
              "`/admin/preferred_replica_election`",
     "consumer_owners": "one row per (group, topic, partition) with owners under `/consumers/<g>/owners`",
     "offsets": "one row per committed offset `/consumers/<g>/offsets/<t>/<p>`",
-    "znodes": "one row per malformed znode (a single all-clear row when there is none)",
+    "znodes": "one row per malformed znode, and per znode (or KRaft record) a migration divergence names (a single "
+              "all-clear row when there is none)",
 }
 
 HEADER = """\
