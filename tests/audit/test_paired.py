@@ -42,3 +42,22 @@ def test_the_chapter_lists_the_divergences_first_most_severe_first():
     assert verification_chapter(None) is None
     assert verification_chapter({"verified": False, "findings": [], "error": "no dir"})["status"] == "unverified"
     assert verification_chapter({"verified": True, "findings": []})["status"] == "verified"
+
+
+def test_the_diffs_findings_take_severity_overrides_and_suppressions_like_any(spark):
+    from kafka_zk_audit.audit.batch import Batch, BatchSnapshot
+    from kafka_zk_audit.audit.findings import finalize_findings
+    from kafka_zk_audit.contract.settings import parse_config
+
+    config = parse_config({
+        "severity_overrides": {"migration_dual_write_lagging": "warning"},
+        "suppressions": [{"check_id": "migration_diverged_config", "reason": "accepted until the rollback test"}]})
+    config_row = {**TOPIC, "check_id": "migration_diverged_config", "path": "/config/topics/orders"}
+    raw = spark.createDataFrame([], keyed(CHECK_OUTPUT))
+    merged = with_paired_findings(spark, raw, {"s1": {"findings": [TOPIC, LAG, config_row]}})
+    done = finalize_findings(merged, Batch((BatchSnapshot("s1", "m", config, 0, None),)), None)
+    rows = {r["check_id"]: r for r in done.findings_rows.to_pylist()}
+    assert set(rows) == {"migration_diverged_topic", "migration_dual_write_lagging"}
+    assert rows["migration_diverged_topic"]["severity"] == "critical"  # the catalogue's default
+    assert rows["migration_dual_write_lagging"]["severity"] == "warning"  # the settings' override
+    assert rows["migration_diverged_topic"]["status"] == "new" and done.stats["s1"]["suppressed"] == 1
