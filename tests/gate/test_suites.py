@@ -158,7 +158,7 @@ def test_generate_suites_restores_the_catalogue_and_keeps_user_expectations(suit
     assert "kept 1 expectation(s) of your own" in done.stdout
     suites = {s.name: s for s in load_suites(None, suites_dir)}
     assert [e["check_id"] for e in suites["brokers"].expectations] == [
-        "broker_registration_not_ephemeral", "broker_endpoint_conflict", None]
+        "broker_registration_not_ephemeral", "broker_endpoint_conflict", "metadata_version_unsupported", None]
     assert mine.read_text() == before
     for entity in ENTITIES:
         if entity != "brokers":
