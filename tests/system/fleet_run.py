@@ -101,8 +101,9 @@ CHROOTS = {
 MIGRATED = {"migrated": ("partition_replicas", "config_missing"), "migclean": ()}
 FILES_CHROOT = "/kafka"  # where tests/conftest.py's history_files wrote its scenario
 REAL_DATA = Path(__file__).resolve().parents[3] / "shared" / "real-data" / "kraft"
-# cluster -> one controller's metadata.log.dir of each real dataset (its SOURCE.md tells what the files show)
-REAL_KRAFT = {
+# cluster -> one controller's metadata.log.dir of each real dataset (its SOURCE.md tells what the files show); none
+# when the shared real data is not beside the repository
+REAL_KRAFT = {} if not REAL_DATA.is_dir() else {
     "kr-kirana": "Balaji-MohanAG__Kirana-store/kafka/data",
     "kr-hastar": "HastarTara__NE_streaming_project/data",
     "kr-indus": "IndusWargods__local-test-rig/kafka-data",
