@@ -123,8 +123,12 @@ def results(small_data_spark: SparkSession) -> dict[str, list[tuple]]:
     empty = {name: frame(name, []) for name in ("configs", "partition_states", "consumer_offsets", "consumer_owners")}
 
     return collect_by_label({
-        "missing": controller.controller_missing(controllers(), params(spark)),
-        "present": controller.controller_missing(controllers(_controller(1, 0x101)), params(spark)),
+        "missing": controller.controller_missing(controllers(), frame("kraft_log", []), params(spark)),
+        "present": controller.controller_missing(controllers(_controller(1, 0x101)), frame("kraft_log", []),
+                                                 params(spark)),
+        # a KRaft cluster has no /controller: its quorum leader is quorum_leader_missing's to judge
+        "kraft_cluster": controller.controller_missing(controllers(), frame("kraft_log", [{"last_offset": 9}]),
+                                                       params(spark)),
         "missing_is_not_dead": controller.controller_not_alive(controllers(), brokers),
         "dead": controller.controller_not_alive(controllers(_controller(9, 0x109)), brokers),
         "kraft_migration": controller.controller_not_alive(
@@ -169,6 +173,7 @@ def test_controller_missing(results: dict[str, list[tuple]]) -> None:
          "no /controller znode: no broker is acting as controller"),
     ]
     assert results["present"] == []
+    assert results["kraft_cluster"] == []
     assert results["missing_is_not_dead"] == []
 
 
