@@ -123,6 +123,23 @@ def median(runs: list[dict[str, float]], key: str) -> float:
     return statistics.median(run[key] for run in runs)
 
 
+def snapshotted(name: str, args: argparse.Namespace) -> tuple[Path, Any, str]:
+    """A small simulated cluster written into a private ZooKeeper and snapshotted into a new work folder: (the
+    folder, its warehouse, the snapshot id). The server is stopped again."""
+    from profile_audit import snapshot_cluster
+
+    from kafka_zk_audit.contract.warehouse import Warehouse
+    from kafka_zk_audit_testing.zk_server import ZooKeeperServer, free_port
+
+    work = Path(tempfile.mkdtemp(prefix=f"kafka-zk-audit-{name}-"))
+    server = ZooKeeperServer(work / "zk", port=free_port()).start()
+    try:
+        warehouse = Warehouse(str(work / "wh"))
+        return work, warehouse, snapshot_cluster(server.hosts, name, args, warehouse)
+    finally:
+        server.stop()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
@@ -146,18 +163,9 @@ def main() -> int:
         return 0
 
     sys.path.insert(0, str(REPO / "bench"))
-    from profile_audit import snapshot_cluster
 
-    from kafka_zk_audit.contract.warehouse import Warehouse
-    from kafka_zk_audit_testing.zk_server import ZooKeeperServer, free_port
 
-    work = Path(tempfile.mkdtemp(prefix="kafka-zk-audit-counts-"))
-    server = ZooKeeperServer(work / "zk", port=free_port()).start()
-    try:
-        warehouse = Warehouse(str(work / "wh"))
-        snapshot_id = snapshot_cluster(server.hosts, "counted", args, warehouse)
-    finally:
-        server.stop()
+    work, warehouse, snapshot_id = snapshotted("counted", args)
     snapshots = Path(warehouse.snapshot_dir(snapshot_id)).parent
     znodes = json.loads(Path(warehouse.manifest_path(snapshot_id)).read_text())["znodes"]
     print(f"snapshot {snapshot_id}: {znodes:,} znodes; {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; "

@@ -26,12 +26,11 @@ import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from bench_audit_counts import app_env, children_cpu, fresh_warehouse, submit
+from bench_audit_counts import app_env, children_cpu, fresh_warehouse, snapshotted, submit
 
 REPO = Path(__file__).resolve().parents[1]
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -137,18 +136,10 @@ def main() -> int:
     if args.client:
         return client(*args.client)
 
-    from profile_audit import snapshot_cluster
 
-    from kafka_zk_audit.contract.warehouse import Warehouse
-    from kafka_zk_audit_testing.zk_server import ZooKeeperServer, free_port
+    from kafka_zk_audit_testing.zk_server import free_port
 
-    work = Path(tempfile.mkdtemp(prefix="kafka-zk-audit-connect-"))
-    zk = ZooKeeperServer(work / "zk", port=free_port()).start()
-    try:
-        warehouse = Warehouse(str(work / "wh"))
-        snapshot_id = snapshot_cluster(zk.hosts, "connect", args, warehouse)
-    finally:
-        zk.stop()
+    work, warehouse, snapshot_id = snapshotted("connect", args)
     snapshots = Path(warehouse.snapshot_dir(snapshot_id)).parent
     print(f"snapshot {snapshot_id}; {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; logs in {work}", flush=True)
     port = free_port()
