@@ -61,7 +61,7 @@ def test_readiness_reports_the_planted_blocker_and_exits_1(blocked_run):
     result, warehouse = blocked_run["result"], blocked_run["warehouse"]
     assert result.returncode == 1, result.stderr[-5000:]
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("cluster default (snapshot ") and "BLOCKED" in lines[0] and "Kafka 3.9" in lines[0]
+    assert lines[0].startswith("cluster cli_readiness (snapshot ") and "BLOCKED" in lines[0] and "Kafka 3.9" in lines[0]
     reports = list(warehouse.glob("runs/*/readiness.json"))
     assert len(reports) == 1
     report = json.loads(reports[0].read_text())
@@ -79,7 +79,7 @@ def test_readiness_reports_the_planted_blocker_and_exits_1(blocked_run):
     assert lines[heading + 2] == f"      remedy: {blockers[0]['remedy']}" and blockers[0]["remedy"]
     assert "ZooKeeper cannot show these: check them yourself:" in lines
 
-    index, page = warehouse / "readiness" / "index.html", warehouse / "readiness" / "default.html"
+    index, page = warehouse / "readiness" / "index.html", warehouse / "readiness" / "cli_readiness.html"
     assert index.is_file() and page.is_file()
     assert blockers[0]["remedy"] in page.read_text() and "BLOCKED" in index.read_text()
     assert f"readiness pages: {index}, {page}" in result.stderr
