@@ -37,7 +37,7 @@ from kafka_zk_audit.snapshot.migration.mapping import (
     parse_release,
     skips_pending_deletions,
 )
-from kafka_zk_audit.snapshot.migration.tree import ZkTree, children, data_of
+from kafka_zk_audit.snapshot.migration.tree import ZkNode, ZkTree, children, data_of
 from kafka_zk_audit_testing.kraft_logs import T0, uuid
 from kafka_zk_audit_testing.simulator.registry import Planted
 
@@ -369,3 +369,22 @@ def _write_dir(root: Path, w: _Writer, epoch: int, controller_id: int, mv: int) 
          "currentVoters": [{"voterId": controller_id}], "data_version": 0}))
     write_checkpoint(root / "bootstrap.checkpoint",
                      [(FEATURE_LEVEL, 0, {"Name": "metadata.version", "FeatureLevel": mv})], 0, 0)
+
+
+def tree_from_kazoo(client: Any) -> dict[str, ZkNode]:
+    """Every znode under the client's chroot as the test wrote it (getData and getChildren only): what the encoder
+    migrates."""
+    tree: dict[str, ZkNode] = {}
+    pending = ["/"]
+    while pending:
+        path = pending.pop()
+        try:
+            data, stat = client.get(path)
+            names = client.get_children(path)
+        except Exception as error:  # a znode that vanished while the tree is read
+            if type(error).__name__ == "NoNodeError":
+                continue
+            raise
+        tree[path] = ZkNode(data, stat.version, stat.mzxid, stat.mtime)
+        pending.extend(f"{path.rstrip('/')}/{name}" for name in names)
+    return tree

@@ -10,8 +10,8 @@ import pytest
 from kazoo.client import KazooClient
 
 from kafka_zk_audit.cli.main import main
-from kafka_zk_audit.snapshot.migration.tree import tree_from_files, tree_from_kazoo
-from kafka_zk_audit_testing.migration_log import write_migration_log
+from kafka_zk_audit.snapshot.migration.tree import tree_from_files
+from kafka_zk_audit_testing.migration_log import tree_from_kazoo, write_migration_log
 from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
 
 REAL_FILES = (Path(__file__).resolve().parents[2].parent / "shared" / "real-data" / "zk"

@@ -374,8 +374,7 @@ def migrate(hosts: str, kraft_dir: Path, plants: tuple[str, ...]) -> dict[str, A
     """The KRaft log a migration of the cluster at ``hosts`` writes (from its raw tree, with ``plants``) and /migration
     as its dual writes leave it; returns the log (``log``) and the raw tree's topics and partitions (``topics``,
     ``partitions``) and secret znodes' data (``secrets``), read here, apart from the audit."""
-    from kafka_zk_audit.snapshot.migration.tree import tree_from_kazoo
-    from kafka_zk_audit_testing.migration_log import write_migration_log
+    from kafka_zk_audit_testing.migration_log import tree_from_kazoo, write_migration_log
 
     client = KazooClient(hosts=hosts)
     client.start(timeout=15)

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import secrets
 import sys
+import tempfile
 from typing import Any
 
 from kafka_zk_audit.cli.common import EXIT_INCOMPLETE, EXIT_USAGE, check_reachable, fail
 from kafka_zk_audit.contract.migration_checks import BY_ID
 from kafka_zk_audit.snapshot.migration.diff import DEFAULT_MAX_LAG_MS, DEFAULT_MAX_LAG_RECORDS, LagLimits
+
+SCRATCH_SNAPSHOT = "20000101T000000Z-migration-diff"  # the one snapshot of the scratch warehouse
 
 EXIT_VERIFIED, EXIT_DIVERGED = 0, 1
 
@@ -46,42 +48,56 @@ def add_parser(sub: Any) -> None:
     parser.set_defaults(handler=migration_diff)
 
 
-def _tree(args: argparse.Namespace, fingerprint: Any) -> tuple[dict[str, Any] | None, str | None]:
-    from kafka_zk_audit.snapshot.migration.tree import tree_from_files, tree_from_kazoo
+def _tree(args: argparse.Namespace, fingerprint: Any, scratch: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The ZooKeeper side: rebuilt from its files, or walked live with the snapshot stage's own walker (paced,
+    read-only, secrets fingerprinted) into the scratch warehouse ``scratch``."""
+    from kafka_zk_audit.snapshot.migration.tree import tree_from_files, tree_from_snapshot_table
 
     if args.from_files:
         return tree_from_files(args.from_files, args.chroot, fingerprinter=fingerprint), None
     from kazoo.client import KazooClient
 
+    from kafka_zk_audit.contract.warehouse import Warehouse
     from kafka_zk_audit.snapshot.connection import ZkSettings, auth_from_env, split_hosts_and_chroot
+    from kafka_zk_audit.snapshot.live import write_snapshot
 
     hosts, chroot = split_hosts_and_chroot(args.zk)
     settings = ZkSettings(hosts=hosts, chroot=chroot, auth=auth_from_env())
     problem = check_reachable(settings)
     if problem:
         return None, problem
+    warehouse = Warehouse(scratch)
     client = KazooClient(**settings.kazoo_kwargs())
     client.start(timeout=settings.timeout)
     try:
-        return tree_from_kazoo(client, fingerprint), None
+        write_snapshot(client, settings, warehouse, SCRATCH_SNAPSHOT)
     finally:
         client.stop()
         client.close()
+    return tree_from_snapshot_table(warehouse.snapshot_dir(SCRATCH_SNAPSHOT)), None
 
 
 def migration_diff(args: argparse.Namespace) -> int:
     """Compare, print the verdict; 0 verified, 1 diverged."""
-    from kafka_zk_audit.snapshot.migration.diff import verify_migration
     from kafka_zk_audit.snapshot.migration.mapping import parse_release
-    from kafka_zk_audit.snapshot.secrets import Fingerprinter
 
     try:
         parse_release(args.release)
     except ValueError as error:
         return fail(EXIT_USAGE, str(error))
-    fingerprinter = Fingerprinter(secrets.token_bytes(32))  # this run's key only: fingerprints compare, never leak
+    # a scratch warehouse of this run only: its key fingerprints both sides, so fingerprints compare, never leak
+    with tempfile.TemporaryDirectory(prefix="kafka-zk-audit-diff-") as scratch:
+        return _compared(args, scratch)
+
+
+def _compared(args: argparse.Namespace, scratch: str) -> int:
+    from kafka_zk_audit.contract.warehouse import Warehouse
+    from kafka_zk_audit.snapshot.migration.diff import verify_migration
+    from kafka_zk_audit.snapshot.secrets import Fingerprinter, warehouse_key
+
+    fingerprinter = Fingerprinter(warehouse_key(Warehouse(scratch)))
     try:
-        tree, problem = _tree(args, fingerprinter)
+        tree, problem = _tree(args, fingerprinter, scratch)
         if tree is None:
             return fail(EXIT_USAGE, problem or "no ZooKeeper tree")
         limits = LagLimits(records=args.max_lag_records, ms=int(args.max_lag_seconds * 1000))

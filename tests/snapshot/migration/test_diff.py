@@ -12,9 +12,9 @@ import pytest
 from kazoo.client import KazooClient
 
 from kafka_zk_audit.snapshot.migration.diff import LagLimits, verify_migration
-from kafka_zk_audit.snapshot.migration.tree import ZkNode, tree_from_files, tree_from_kazoo
+from kafka_zk_audit.snapshot.migration.tree import ZkNode, tree_from_files
 from kafka_zk_audit.snapshot.secrets import Fingerprinter
-from kafka_zk_audit_testing.migration_log import PLANTS, write_migration_log
+from kafka_zk_audit_testing.migration_log import PLANTS, tree_from_kazoo, write_migration_log
 from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
 from kafka_zk_audit_testing.simulator.readiness_writes import encrypted_password
 from kafka_zk_audit_testing.simulator.spec import ERAS

@@ -14,8 +14,7 @@ from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.snapshot.connection import ZkSettings
 from kafka_zk_audit.snapshot.live import write_new_snapshot
 from kafka_zk_audit.snapshot.migration.paired import snapshot_tree, verify_snapshot, write_unverified
-from kafka_zk_audit.snapshot.migration.tree import tree_from_kazoo
-from kafka_zk_audit_testing.migration_log import write_migration_log
+from kafka_zk_audit_testing.migration_log import tree_from_kazoo, write_migration_log
 from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
 
 SPEC = ClusterSpec(era="3.x", brokers=3, topics=4, partitions=3, groups=1, seed=5)

@@ -1,7 +1,7 @@
 """The ZooKeeper side of a migration diff: a cluster's znodes (relative to its chroot) with what the diff reads.
 
-Three sources give the same ``ZkTree``: a live ensemble (read with kazoo: getData and getChildren only), ZooKeeper's
-own files (``snapshot.files.replay.rebuild_tree``) and a snapshot table already in the warehouse. Secrets are
+Two sources give the same ``ZkTree``: ZooKeeper's own files (``snapshot.files.replay.rebuild_tree``) and a snapshot
+table (a live ensemble is walked by the snapshot stage's walker into one). Secrets are
 fingerprinted as the snapshot does (``snapshot.secrets.Fingerprinter``) before the tree is handed on, so the diff
 compares them by fingerprint and never holds one in clear text; a snapshot table is fingerprinted already.
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kafka_zk_audit.snapshot.secrets import Fingerprinter
 
@@ -49,24 +48,6 @@ def _scrubbed(path: str, node: ZkNode, fingerprinter: Fingerprinter | None) -> Z
         return node
     data, _ = fingerprinter.scrub(path, node.data)
     return ZkNode(data, node.version, node.mzxid, node.mtime)
-
-
-def tree_from_kazoo(client: Any, fingerprinter: Fingerprinter | None = None) -> dict[str, ZkNode]:
-    """Every znode under the client's chroot (getData and getChildren only), secrets fingerprinted."""
-    tree: dict[str, ZkNode] = {}
-    pending = ["/"]
-    while pending:
-        path = pending.pop()
-        try:
-            data, stat = client.get(path)
-            names = client.get_children(path)
-        except Exception as error:  # a znode that vanished while the tree is read
-            if type(error).__name__ == "NoNodeError":
-                continue
-            raise
-        tree[path] = _scrubbed(path, ZkNode(data, stat.version, stat.mzxid, stat.mtime), fingerprinter)
-        pending.extend(f"{path.rstrip('/')}/{name}" for name in names)
-    return tree
 
 
 def tree_from_files(data_dir: str | Path, chroot: str = "/", log_dir: str | Path | None = None,
