@@ -30,9 +30,9 @@ import pyarrow.parquet as pq
 
 from kafka_zk_audit.contract.catalogue import BY_ID
 from kafka_zk_audit.contract.warehouse import Warehouse
-from kafka_zk_audit.snapshot.kraft.batches import KraftLogError, Undecodable
 from kafka_zk_audit.snapshot.kraft.image import ImageBuilder, MetadataImage
 from kafka_zk_audit.snapshot.kraft.metadata_dir import plan_history
+from kafka_zk_audit.snapshot.kraft.replay import replay_plan
 
 PREFIX = "interval_"
 PARTITION_CHECKS = ("leader_not_in_isr", "offline_partition", "under_replicated")
@@ -46,6 +46,7 @@ INTERVAL_SCHEMA = pa.schema([
 ])
 PARTITION_RECORDS = ("PartitionRecord", "PartitionChangeRecord", "ClearElrRecord")
 BROKER_RECORDS = ("RegisterBrokerRecord", "UnregisterBrokerRecord")
+STOPS = ("log_corrupt", "log_truncated")  # where a torn or corrupt segment ended the replay
 
 
 @dataclass
@@ -166,28 +167,20 @@ def replay_log_history(metadata_dir: str | Path,
     builder = ImageBuilder()
     tracker = IntervalTracker(builder.image)
     builder.observer = tracker
-    records, first, errors = 0, None, []
-    if plan.checkpoint is not None:
-        at = (plan.checkpoint.end_offset or 0) - 1
-        for record in plan.snapshot_records():
-            if not isinstance(record, Undecodable):
-                builder.add(record, offset=at)
-    try:
-        for record in plan.log_records():
-            records += 1
-            first = record.offset if first is None else first
-            if isinstance(record, Undecodable):
-                builder.skip(record)
-            else:
-                builder.add(record)
-            tracker.last = (record.offset, record.timestamp)  # NoOps too: a leaderless gap starts at the last record
-    except KraftLogError as error:  # the history stops where Kafka's recovery would
-        errors.append({"file": Path(error.file).name, "after_zxid": tracker.last[0] if tracker.last else None,
-                       "error": f"{error.what}; {error.what_to_do}"})
+    read: list[int] = []  # the first log offset, then the count of log records
+
+    def note(record: Any) -> None:
+        tracker.last = (record.offset, record.timestamp)  # NoOps too: a leaderless gap starts at the last record
+        read[:] = [read[0] if read else record.offset, (read[1] if read else 0) + 1]
+
+    result = replay_plan(plan, builder, on_log_record=note)
+    errors = [{"file": anomaly.subject, "after_zxid": tracker.last[0] if tracker.last else None,
+               "error": anomaly.detail} for anomaly in builder.image.anomalies if anomaly.kind in STOPS]
     if progress is not None:
-        progress(f"replayed {records:,} records of {metadata_dir}")
-    span = {"first_zxid": first, "last_zxid": tracker.last[0] if tracker.last else None, "records": records,
-            "first_time": None, "last_time": tracker.last[1] if tracker.last else None, "log_errors": errors,
+        progress(f"replayed {result.records:,} records of {metadata_dir}")
+    span = {"first_zxid": read[0] if read else None, "last_zxid": tracker.last[0] if tracker.last else None,
+            "records": read[1] if read else 0, "first_time": None,
+            "last_time": tracker.last[1] if tracker.last else None, "log_errors": errors,
             "checkpoint": plan.checkpoint.path.name if plan.checkpoint else None}
     return tracker, span
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from kafka_zk_audit.snapshot.kraft.batches import KraftLogError, Undecodable
 from kafka_zk_audit.snapshot.kraft.image import Anomaly, ImageBuilder
-from kafka_zk_audit.snapshot.kraft.metadata_dir import plan_replay
+from kafka_zk_audit.snapshot.kraft.metadata_dir import ReplayPlan, plan_replay
 
 PROGRESS_EVERY = 250_000
 UNDECODABLE_LISTED = 100  # the manifest lists this many; the anomalies table has them all
@@ -46,21 +46,8 @@ def replay_directory(path: str | Path, *, at_offset: int | None = None, at_time:
     Raises KraftError (MetadataDirError, KraftLogError) when the files cannot rebuild it; the message says which
     file, where and what to do."""
     plan = plan_replay(path, at_offset=at_offset, at_time=at_time)
-    builder = ImageBuilder()
-    result = ReplayResult(builder, plan.directory.meta_properties.get("cluster.id"),
-                          plan.directory.meta_properties.get("node.id"), None,
-                          [segment.path.name for segment in plan.segments], warnings=list(plan.warnings))
-    if plan.checkpoint is not None:
-        at = (plan.checkpoint.end_offset or 0) - 1
-        for record in plan.snapshot_records():
-            _apply(builder, record, result, at)
-    try:
-        for record in plan.log_records():
-            _apply(builder, record, result, None)
-            if progress is not None and result.records % PROGRESS_EVERY == 0:
-                progress(f"replayed {result.records:,} records (offset {record.offset})")
-    except KraftLogError as error:
-        _stop_at(builder, result, error)
+    result = replay_plan(plan, progress=progress)
+    builder = result.builder
     quorum, state = builder.image.quorum, plan.directory.quorum_state
     if quorum.leader_id is None and state and plan.target_offset is None and plan.target_time is None:
         quorum.leader_id, quorum.epoch = state.get("leaderId"), state.get("leaderEpoch")
@@ -72,6 +59,31 @@ def replay_directory(path: str | Path, *, at_offset: int | None = None, at_time:
     result.checkpoint = manifest["checkpoint"]
     result.files = manifest["files"]
     result.batches = sum(int(f.get("batches") or 0) for f in manifest["files"])
+    return result
+
+
+def replay_plan(plan: ReplayPlan, builder: ImageBuilder | None = None,
+                progress: Callable[[str], None] | None = None,
+                on_log_record: Callable[[Any], None] | None = None) -> ReplayResult:
+    """Apply a plan's checkpoint, then its log records (``on_log_record`` called after each), into ``builder``
+    (default: a new one); a segment that cannot be read on ends the replay there (``_stop_at``)."""
+    builder = builder or ImageBuilder()
+    result = ReplayResult(builder, plan.directory.meta_properties.get("cluster.id"),
+                          plan.directory.meta_properties.get("node.id"), None,
+                          [segment.path.name for segment in plan.segments], warnings=list(plan.warnings))
+    if plan.checkpoint is not None:
+        at = (plan.checkpoint.end_offset or 0) - 1
+        for record in plan.snapshot_records():
+            _apply(builder, record, result, at)
+    try:
+        for record in plan.log_records():
+            _apply(builder, record, result, None)
+            if on_log_record is not None:
+                on_log_record(record)
+            if progress is not None and result.records % PROGRESS_EVERY == 0:
+                progress(f"replayed {result.records:,} records (offset {record.offset})")
+    except KraftLogError as error:
+        _stop_at(builder, result, error)
     return result
 
 
