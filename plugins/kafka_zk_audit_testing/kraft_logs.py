@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafka_zk_audit.snapshot.kraft.batches import build_batch
+from kafka_zk_audit.snapshot.kraft.batches import build_batch, iter_batches
 from kafka_zk_audit.snapshot.kraft.schema import uuid_to_str
 from kafka_zk_audit.snapshot.kraft.segments import write_checkpoint, write_segment
 from kafka_zk_audit_testing.simulator.registry import Planted
@@ -27,6 +27,7 @@ from kafka_zk_audit_testing.simulator.registry import Planted
 T0 = 1_790_000_000_000  # 2026-09-21T14:13:20Z: the first batch's time
 BATCH_GAP_MS = 500  # KRaft's NoOp interval (metadata.max.idle.interval.ms)
 DAY_MS = 86_400_000
+RECORDS_AT = 61  # a v2 batch's records start after its 61-byte header
 LEADER_CHANGE, FEATURE_LEVEL, TOPIC, PARTITION, CONFIG, PARTITION_CHANGE = 2, 12, 2, 3, 4, 5
 REGISTER_BROKER, BROKER_CHANGE, REGISTER_CONTROLLER, NO_OP = 0, 17, 27, 20
 PLANTS = ("leader_not_in_isr", "leader_fenced", "log_epoch_regressed", "elr_invalid", "partition_reassignment_stuck",
@@ -210,12 +211,8 @@ def corrupt(root: Path) -> Planted:
     """Flip a byte inside the records of the middle batch of the first segment (its CRC no longer matches)."""
     segment = sorted((root / "__cluster_metadata-0").glob("*.log"))[0]
     data = bytearray(segment.read_bytes())
-    position, batches = 0, []
-    while position < len(data):
-        batches.append(position)
-        position += 12 + int.from_bytes(data[position + 8:position + 12], "big")
-    middle = batches[len(batches) // 2]
-    data[middle + 61] ^= 0xFF
+    positions = [batch.position for batch in iter_batches(bytes(data), str(segment), decode=False)]
+    data[positions[len(positions) // 2] + RECORDS_AT] ^= 0xFF
     segment.write_bytes(bytes(data))
     return Planted("log_corrupt", path="/kraft/anomalies/")
 

@@ -10,6 +10,7 @@ import json
 
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.history.kraft_log import replay_log_history, write_kraft_history
+from kafka_zk_audit.snapshot.kraft.batches import iter_batches
 from kafka_zk_audit_testing.kraft_logs import BATCH_GAP_MS, LEADER_CHANGE, T0, KraftCluster
 
 
@@ -68,14 +69,10 @@ def test_an_isr_shrink_and_a_failover_are_intervals_bounded_by_their_records(tmp
 
 
 def _rewrite_epochs(segments, from_offset: int, epoch: int) -> None:
-    """Set the partitionLeaderEpoch of every batch from ``from_offset`` on (not covered by the CRC)."""
+    """Set the partitionLeaderEpoch (bytes 12–16, not covered by the CRC) of every batch from ``from_offset`` on."""
     for path in segments:
         data = bytearray(path.read_bytes())
-        position = 0
-        while position < len(data):
-            base = int.from_bytes(data[position:position + 8], "big")
-            length = int.from_bytes(data[position + 8:position + 12], "big")
-            if base >= from_offset:
-                data[position + 12:position + 16] = epoch.to_bytes(4, "big")
-            position += 12 + length
+        for batch in iter_batches(bytes(data), str(path), decode=False):
+            if batch.base_offset >= from_offset:
+                data[batch.position + 12:batch.position + 16] = epoch.to_bytes(4, "big")
         path.write_bytes(bytes(data))

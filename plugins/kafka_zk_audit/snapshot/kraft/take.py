@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from kafka_zk_audit.contract.snapshot_options import SnapshotOptions
 from kafka_zk_audit.contract.snapshot_table import ARROW_SCHEMA
@@ -104,7 +105,7 @@ def _manifest(snapshot_id: str, cluster: str | None, source: str, started_at: da
               files: list[str], result: ReplayResult) -> dict[str, Any]:
     image = result.builder.image
     peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    data_bytes = sum(len(value or b"") for value in rows.column("data").to_pylist())
+    data_bytes = int(pc.sum(rows.column("data_length")).as_py() or 0)
     last_time = None if image.last_time is None else datetime.fromtimestamp(image.last_time / 1000, UTC).isoformat()
     return {
         "snapshot_id": snapshot_id, "source": "kraft", "cluster": cluster,
