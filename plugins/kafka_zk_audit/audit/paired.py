@@ -15,7 +15,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from kafka_zk_audit.contract.catalogue import BY_ID, PAIRED_CHECK_IDS
+from kafka_zk_audit.contract.catalogue import BY_ID, PAIRED_CHECK_IDS, SEVERITIES
 from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, KEY, keyed
 from kafka_zk_audit.contract.warehouse import Warehouse
 
@@ -62,12 +62,11 @@ def verification_chapter(verdict: Mapping[str, Any] | None) -> dict[str, Any] | 
     divergences (most severe first, each with both sides' evidence), what is equal per kind, offset and lag."""
     if verdict is None:
         return None
-    order = {"critical": 0, "error": 1, "warning": 2, "info": 3}
     divergences = sorted(
         ({"check_id": f["check_id"], "severity": BY_ID[f["check_id"]].severity, "topic": f.get("topic"),
           "partition": f.get("partition"), "broker_id": f.get("broker_id"), "path": f.get("path"),
           "detail": f.get("detail")} for f in verdict.get("findings") or ()),
-        key=lambda d: (order.get(d["severity"], 9), d["check_id"], d["path"] or "", d["topic"] or ""))
+        key=lambda d: (SEVERITIES.index(d["severity"]), d["check_id"], d["path"] or "", d["topic"] or ""))
     equal = verdict.get("equal") or {}
     error = verdict.get("error")
     return {

@@ -51,7 +51,8 @@ def add_parser(sub: Any) -> None:
 def _tree(args: argparse.Namespace, fingerprint: Any, scratch: str) -> tuple[dict[str, Any] | None, str | None]:
     """The ZooKeeper side: rebuilt from its files, or walked live with the snapshot stage's own walker (paced,
     read-only, secrets fingerprinted) into the scratch warehouse ``scratch``."""
-    from kafka_zk_audit.snapshot.migration.tree import tree_from_files, tree_from_snapshot_table
+    from kafka_zk_audit.snapshot.migration.paired import snapshot_tree
+    from kafka_zk_audit.snapshot.migration.tree import tree_from_files
 
     if args.from_files:
         return tree_from_files(args.from_files, args.chroot, fingerprinter=fingerprint), None
@@ -74,7 +75,7 @@ def _tree(args: argparse.Namespace, fingerprint: Any, scratch: str) -> tuple[dic
     finally:
         client.stop()
         client.close()
-    return tree_from_snapshot_table(warehouse.snapshot_dir(SCRATCH_SNAPSHOT)), None
+    return snapshot_tree(warehouse, SCRATCH_SNAPSHOT), None
 
 
 def migration_diff(args: argparse.Namespace) -> int:

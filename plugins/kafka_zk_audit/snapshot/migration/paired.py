@@ -22,6 +22,8 @@ from kafka_zk_audit.snapshot.secrets import Fingerprinter, warehouse_key
 
 log = logging.getLogger(__name__)
 
+DEFAULT_RELEASE = "3.9"  # the settings' default (clusters[].migration.release)
+
 TREE_COLUMNS = ["path", "data", "version", "mzxid", "mtime"]
 
 
@@ -54,7 +56,7 @@ def verify_snapshot(warehouse: Warehouse, manifest: Mapping[str, Any], migration
     tree = snapshot_tree(warehouse, snapshot_id, fingerprinter if secrets_in_clear else None)
     limits = LagLimits(int(migration.get("max_lag_records", LagLimits.records)),
                        int(migration.get("max_lag_ms", LagLimits.ms)))
-    verification = verify_migration(tree, kraft_dir, str(migration.get("release") or "3.9"),
+    verification = verify_migration(tree, kraft_dir, str(migration.get("release") or DEFAULT_RELEASE),
                                     fingerprinter.fingerprint, limits)
     verdict = {"snapshot_id": snapshot_id, "cluster": manifest.get("cluster"), **verification.as_dict(),
                "summary": verification.summary(), "max_lag_records": limits.records, "max_lag_ms": limits.ms,
@@ -68,7 +70,7 @@ def write_unverified(warehouse: Warehouse, manifest: Mapping[str, Any], migratio
                      error: str) -> dict[str, Any]:
     """The verdict of a pair whose KRaft side could not be read or compared: no verdict, the reason why."""
     verdict = {"snapshot_id": manifest["snapshot_id"], "cluster": manifest.get("cluster"),
-               "release": str(migration.get("release") or "3.9"), "verified": False, "findings": [], "equal": {},
-               "notes": [], "summary": f"migration not verified: {error}", "error": error}
+               "release": str(migration.get("release") or DEFAULT_RELEASE), "verified": False, "findings": [],
+               "equal": {}, "notes": [], "summary": f"migration not verified: {error}", "error": error}
     warehouse.write_json(warehouse.migration_diff_path(manifest["snapshot_id"]), verdict)
     return verdict

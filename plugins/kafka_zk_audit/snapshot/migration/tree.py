@@ -1,8 +1,8 @@
 """The ZooKeeper side of a migration diff: a cluster's znodes (relative to its chroot) with what the diff reads.
 
-Two sources give the same ``ZkTree``: ZooKeeper's own files (``snapshot.files.replay.rebuild_tree``) and a snapshot
-table (a live ensemble is walked by the snapshot stage's walker into one). Secrets are
-fingerprinted as the snapshot does (``snapshot.secrets.Fingerprinter``) before the tree is handed on, so the diff
+Two sources give the same ``ZkTree``: ZooKeeper's own files (``snapshot.files.replay.rebuild_tree``) and a stored
+snapshot table (``migration.paired.snapshot_tree``; a live ensemble is walked by the snapshot stage's walker into
+one). Secrets are fingerprinted as the snapshot does (``snapshot.secrets.Fingerprinter``) before the tree is handed on, so the diff
 compares them by fingerprint and never holds one in clear text; a snapshot table is fingerprinted already.
 """
 
@@ -65,16 +65,6 @@ def tree_from_files(data_dir: str | Path, chroot: str = "/", log_dir: str | Path
         data = None if node.data_null else bytes(node.data)
         tree[relative] = _scrubbed(relative, ZkNode(data, node.version, node.mzxid, node.mtime), fingerprinter)
     return tree
-
-
-def tree_from_snapshot_table(files: list[str] | str) -> dict[str, ZkNode]:
-    """A tree from a snapshot table's Parquet files (already fingerprinted by the snapshot)."""
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(files, columns=["path", "data", "version", "mzxid", "mtime"])
-    rows = table.to_pydict()
-    return {path: ZkNode(data, version, mzxid, mtime) for path, data, version, mzxid, mtime in
-            zip(rows["path"], rows["data"], rows["version"], rows["mzxid"], rows["mtime"], strict=True)}
 
 
 def data_of(tree: ZkTree, path: str) -> bytes | None:
