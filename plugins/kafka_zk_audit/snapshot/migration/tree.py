@@ -2,8 +2,9 @@
 
 Two sources give the same ``ZkTree``: ZooKeeper's own files (``snapshot.files.replay.rebuild_tree``) and a stored
 snapshot table (``migration.paired.snapshot_tree``; a live ensemble is walked by the snapshot stage's walker into
-one). Secrets are fingerprinted as the snapshot does (``snapshot.secrets.Fingerprinter``) before the tree is handed on, so the diff
-compares them by fingerprint and never holds one in clear text; a snapshot table is fingerprinted already.
+one). Secrets are fingerprinted as the snapshot does (``snapshot.secrets.Fingerprinter``) before the tree is handed
+on, so the diff compares them by fingerprint and never holds one in clear text; a snapshot table is fingerprinted
+already.
 """
 
 from __future__ import annotations
