@@ -28,6 +28,7 @@ from kafka_zk_audit.audit.checks import (
     znodes,
 )
 from kafka_zk_audit.audit.checks.common import family_functions
+from kafka_zk_audit.audit.checks.engine import Rule, Sources, evaluate
 from kafka_zk_audit.audit.params import Params
 from kafka_zk_audit.audit.unions import only_columns, union_all
 from kafka_zk_audit.contract.catalogue import BY_ID, SNAPSHOT_CHECK_IDS
@@ -64,6 +65,15 @@ def run_check(check_id: str, inputs: CheckInputs) -> DataFrame:
     return CHECK_FUNCTIONS[check_id](**arguments)
 
 
+def _sources(inputs: CheckInputs) -> Sources:
+    """The engine's inputs: every table, ``previous_<table>`` of every table (None without a baseline) and
+    ``params``."""
+    named: dict[str, object] = dict(inputs.tables)
+    named.update({f"previous_{table}": inputs.before(table) for table in TABLES})
+    named["params"] = inputs.params
+    return Sources(named)
+
+
 def run_checks(
     tables: Mapping[str, DataFrame],
     previous: Mapping[str, DataFrame] | None,
@@ -77,5 +87,9 @@ def run_checks(
         raise ValueError(f"run_checks needs every normalized table; missing: {', '.join(missing)}")
     inputs = CheckInputs(tables=tables, previous=previous, params=params)
     columns = keyed(CHECK_OUTPUT).names
-    outputs = [only_columns(run_check(check_id, inputs), columns) for check_id in check_ids]
+    rules = [CHECK_FUNCTIONS[check_id] for check_id in check_ids if isinstance(CHECK_FUNCTIONS[check_id], Rule)]
+    outputs = [only_columns(run_check(check_id, inputs), columns) for check_id in check_ids
+               if not isinstance(CHECK_FUNCTIONS[check_id], Rule)]
+    if rules:
+        outputs.append(evaluate(rules, _sources(inputs)))
     return union_all(outputs)

@@ -8,13 +8,16 @@ snapshot, attached to rows with a left join on the key and a default for snapsho
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit import sql_text
+from kafka_zk_audit.audit.checks.engine import Fact, Finds, Rule, View
+from kafka_zk_audit.audit.checks.engine import check as engine_check
+from kafka_zk_audit.contract.catalogue import BY_ID
 from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, KEY
 
 ColumnLike = Column | str | None
@@ -133,6 +136,10 @@ def registered_broker_ids(brokers: DataFrame) -> DataFrame:
     return brokers.groupBy(KEY).agg(F.collect_set("broker_id").alias("registered_brokers"))
 
 
+# Each snapshot's broker ids under /brokers/ids, as column registered_brokers (empty when it has none).
+REGISTERED_BROKERS = Fact("registered_brokers", registered_broker_ids, defaults={"registered_brokers": empty_ints})
+
+
 def with_registered_brokers(rows: DataFrame, brokers: DataFrame) -> DataFrame:
     """The rows with column registered_brokers: their snapshot's broker ids (empty when it has none)."""
     return rows.join(registered_broker_ids(brokers), KEY, "left").withColumn(
@@ -161,10 +168,21 @@ def kraft_migration(controller: DataFrame) -> DataFrame:
     return controller.groupBy(KEY).agg(F.coalesce(F.max(kraft_controller()), F.lit(False)).alias("kraft_migration"))
 
 
+# Whether a KRaft controller holds each snapshot's /controller, as column kraft_migration (False without one).
+KRAFT_MIGRATION = Fact("kraft_migration", kraft_migration, defaults={"kraft_migration": lambda: F.lit(False)})
+
+
 def with_kraft_migration(rows: DataFrame, controller: DataFrame) -> DataFrame:
     """The rows with column kraft_migration of their snapshot (False when it has no /controller)."""
     return rows.join(kraft_migration(controller), KEY, "left").withColumn(
         "kraft_migration", F.coalesce(F.col("kraft_migration"), F.lit(False)))
+
+
+def check(on: str | View, *, facts: Sequence[Fact] = ()) -> Callable[[Callable[..., Finds]], Rule]:
+    """Decorator: a snapshot check (``engine.check``) whose signature as a function is its catalogue spec's."""
+    def declare(finds: Callable[..., Finds]) -> Rule:
+        return engine_check(on, facts=facts, arguments=BY_ID[finds.__name__].arguments)(finds)
+    return declare
 
 
 def family_functions(check_ids: Iterable[str], families: Iterable[ModuleType]) -> dict[str, Callable[..., DataFrame]]:

@@ -1,4 +1,8 @@
-"""Partition and replica checks: /brokers/topics/<t> assignments against their partition state znodes."""
+"""Partition and replica checks: /brokers/topics/<t> assignments against their partition state znodes.
+
+Each check is a declaration (``engine.check``): the checks on ``partitions`` rows are evaluated together in one
+select, with the facts they name joined once.
+"""
 
 from __future__ import annotations
 
@@ -6,38 +10,65 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit.checks.common import (
+    KRAFT_MIGRATION,
+    REGISTERED_BROKERS,
+    check,
     empty_ints,
-    empty_output,
     int_list,
     previous_snapshot,
     say,
-    to_output,
-    with_kraft_migration,
-    with_registered_brokers,
 )
+from kafka_zk_audit.audit.checks.engine import Finds, fact, view
 from kafka_zk_audit.contract.schemas import KEY
 
 
-def _with_state(partitions: DataFrame) -> DataFrame:
-    return partitions.where(F.coalesce(F.col("has_state"), F.lit(False)))
+def _has_state() -> Column:
+    return F.coalesce(F.col("has_state"), F.lit(False))
 
 
-def _assigned_with_state(partitions: DataFrame) -> DataFrame:
-    return _with_state(partitions).where(F.coalesce(F.col("assigned"), F.lit(False)))
+def _assigned() -> Column:
+    return F.coalesce(F.col("assigned"), F.lit(False))
 
 
 def _isr() -> Column:
     return F.coalesce(F.col("isr"), empty_ints())
 
 
-def _partition_output(rows: DataFrame, check_id: str, detail: Column) -> DataFrame:
-    return to_output(rows, check_id, topic="topic", partition="partition", path="path", detail=detail)
+def _replicas() -> Column:
+    return F.coalesce(F.col("replicas"), empty_ints())
 
 
-def _adding(assignments: DataFrame) -> DataFrame:
+def _partition_finds(where: Column, detail: Column, explained: Column | None = None) -> Finds:
+    return Finds(where=where, detail=detail, topic="topic", partition="partition", path="path", explained=explained)
+
+
+@fact(on=(KEY, "topic", "partition"), defaults={"adding": empty_ints})
+def adding(assignments: DataFrame) -> DataFrame:
     """(snapshot_id, topic, partition, adding): the replicas a reassignment in progress is adding (topic znode
     v2+, Kafka 2.4+; an empty array otherwise)."""
     return assignments.select(KEY, "topic", "partition", F.coalesce("adding_replicas", empty_ints()).alias("adding"))
+
+
+@fact(on=(KEY, "topic"), defaults={"queued_for_deletion": lambda: F.lit(False)})
+def queued_for_deletion(admin_markers: DataFrame) -> DataFrame:
+    """(snapshot_id, topic, queued_for_deletion): the topics with an /admin/delete_topics marker."""
+    return (admin_markers.where(F.col("kind") == "delete_topic").select(KEY, "topic").distinct()
+            .withColumn("queued_for_deletion", F.lit(True)))
+
+
+@fact()
+def controller_epochs(controller_epoch: DataFrame, controller: DataFrame, migration: DataFrame) -> DataFrame:
+    """(snapshot_id, cluster_epoch, allowed_epoch): /controller_epoch, and the highest epoch a partition state may
+    carry: /controller_epoch, or during a ZK -> KRaft migration the KRaft controller's epoch (in /controller and
+    /migration) when higher."""
+    bounds = (
+        controller_epoch.select(KEY, F.col("epoch").alias("bound"))
+        .unionByName(controller.select(KEY, F.col("kraft_controller_epoch").alias("bound")))
+        .unionByName(migration.select(KEY, F.col("kraft_controller_epoch").alias("bound")))
+        .groupBy(KEY)
+        .agg(F.max("bound").alias("allowed_epoch"))
+    )
+    return controller_epoch.groupBy(KEY).agg(F.max("epoch").alias("cluster_epoch")).join(bounds, KEY, "left")
 
 
 def _replication_factor(replicas: Column, adding: Column) -> Column:
@@ -55,151 +86,133 @@ def _replication_factor(replicas: Column, adding: Column) -> Column:
     return F.size(replicas) - F.size(F.array_intersect(adding, replicas))
 
 
-def leader_not_in_isr(partitions: DataFrame) -> DataFrame:
+@check("partitions")
+def leader_not_in_isr() -> Finds:
     """A partition's leader (when >= 0) is a member of its isr."""
-    rows = _with_state(partitions).where((F.col("leader") >= 0) & ~F.array_contains(_isr(), F.col("leader")))
-    return _partition_output(rows, "leader_not_in_isr", say("leader %s not in isr %s", "leader", int_list("isr")))
+    return _partition_finds(
+        _has_state() & (F.col("leader") >= 0) & ~F.array_contains(_isr(), F.col("leader")),
+        say("leader %s not in isr %s", "leader", int_list("isr")))
 
 
-def isr_not_subset_of_replicas(partitions: DataFrame) -> DataFrame:
+@check("partitions")
+def isr_not_subset_of_replicas() -> Finds:
     """Every isr member of an assigned partition is one of its assigned replicas."""
-    rows = (
-        _assigned_with_state(partitions)
-        .withColumn("strangers", F.array_except(_isr(), F.coalesce("replicas", empty_ints())))
-        .where(F.size("strangers") > 0)
-    )
-    detail = say("isr members %s of isr %s are not in replicas %s",
-                 int_list("strangers"), int_list("isr"), int_list("replicas"))
-    return _partition_output(rows, "isr_not_subset_of_replicas", detail)
+    strangers = F.array_except(_isr(), _replicas())
+    return _partition_finds(
+        _has_state() & _assigned() & (F.size(strangers) > 0),
+        say("isr members %s of isr %s are not in replicas %s", int_list(strangers), int_list("isr"),
+            int_list("replicas")))
 
 
-def leader_not_alive(partitions: DataFrame, brokers: DataFrame, controller: DataFrame) -> DataFrame:
+@check("partitions", facts=(REGISTERED_BROKERS, KRAFT_MIGRATION))
+def leader_not_alive() -> Finds:
     """A partition's leader (when >= 0) is registered under /brokers/ids (not checked during a ZK -> KRaft
     migration, when brokers running in KRaft mode lead partitions without being there)."""
-    registered = brokers.select(KEY, F.col("broker_id").alias("leader")).where(F.col("leader").isNotNull())
-    rows = with_kraft_migration(
-        _with_state(partitions).where(F.col("leader") >= 0).join(registered, [KEY, "leader"], "left_anti"),
-        controller,
-    ).where(~F.col("kraft_migration"))
-    return _partition_output(rows, "leader_not_alive", say("leader %s is not registered under /brokers/ids", "leader"))
+    return _partition_finds(
+        _has_state() & (F.col("leader") >= 0) & ~F.array_contains("registered_brokers", F.col("leader"))
+        & ~F.col("kraft_migration"),
+        say("leader %s is not registered under /brokers/ids", "leader"))
 
 
-def offline_partition(partitions: DataFrame, brokers: DataFrame, controller: DataFrame) -> DataFrame:
+@check("partitions", facts=(REGISTERED_BROKERS, KRAFT_MIGRATION))
+def offline_partition() -> Finds:
     """A partition has a leader (not -1) and at least one registered isr member (the latter is not
     checked during a ZK -> KRaft migration: brokers in KRaft mode are alive without being registered)."""
-    rows = (
-        with_kraft_migration(with_registered_brokers(_with_state(partitions).where(F.col("leader").isNotNull()),
-                                                     brokers), controller)
-        .withColumn("live_isr", F.array_intersect(_isr(), F.col("registered_brokers")))
-        .where((F.col("leader") == -1) | ((F.size("live_isr") == 0) & ~F.col("kraft_migration")))
-    )
+    live_isr = F.array_intersect(_isr(), F.col("registered_brokers"))
+    where = _has_state() & F.col("leader").isNotNull() & (
+        (F.col("leader") == -1) | ((F.size(live_isr) == 0) & ~F.col("kraft_migration")))
     detail = F.when(F.col("leader") == -1, say("leader is -1 (no leader), isr %s", int_list("isr"))).otherwise(
-        say("no member of isr %s is registered under /brokers/ids", int_list("isr"))
-    )
-    return _partition_output(rows, "offline_partition", detail)
+        say("no member of isr %s is registered under /brokers/ids", int_list("isr")))
+    return _partition_finds(where, detail)
 
 
-def under_replicated(partitions: DataFrame, assignments: DataFrame) -> DataFrame:
+@check("partitions", facts=(adding,))
+def under_replicated() -> Finds:
     """An assigned partition's isr has as many members as its replication factor (the assigned replicas
     minus those a reassignment in progress is adding, as Kafka counts it)."""
-    rows = (
-        _assigned_with_state(partitions)
-        .join(_adding(assignments), [KEY, "topic", "partition"], "left")
-        .withColumn("adding", F.coalesce("adding", empty_ints()))
-        .withColumn("rf", _replication_factor(F.col("replicas"), F.col("adding")))
-        .where(F.size(_isr()) < F.col("rf"))
-    )
+    rf = _replication_factor(F.col("replicas"), F.col("adding"))
     reassigning = F.size(F.array_intersect("adding", "replicas")) > 0
     detail = F.when(
         reassigning,
         say("isr %s has %s of replication factor %s (replicas %s, of which %s are being added)",
-            int_list("isr"), F.size(_isr()), "rf", int_list("replicas"), int_list("adding")),
-    ).otherwise(say("isr %s has %s of %s replicas %s", int_list("isr"), F.size(_isr()), "rf", int_list("replicas")))
-    return _partition_output(rows, "under_replicated", detail)
+            int_list("isr"), F.size(_isr()), rf, int_list("replicas"), int_list("adding")),
+    ).otherwise(say("isr %s has %s of %s replicas %s", int_list("isr"), F.size(_isr()), rf, int_list("replicas")))
+    return _partition_finds(_has_state() & _assigned() & (F.size(_isr()) < rf), detail)
 
 
-def preferred_leader_not_leader(partitions: DataFrame, assignments: DataFrame, admin_markers: DataFrame) -> DataFrame:
+@check("partitions", facts=(adding, queued_for_deletion))
+def preferred_leader_not_leader() -> Finds:
     """A partition with a leader is led by its preferred (first assigned) replica, as the controller
     counts it for PreferredReplicaImbalanceCount (apache/kafka core/src/main/scala/kafka/controller/
     ControllerContext.scala, ``hasPreferredLeader`` @3.9): topics queued for deletion are left out, and a
     partition whose preferred replica is still being added by a reassignment only once that replica is
     in the isr."""
     preferred = F.try_element_at("replicas", F.lit(1))
-    queued_for_deletion = admin_markers.where(F.col("kind") == "delete_topic").select(KEY, "topic").distinct()
     adding_preferred_outside_isr = F.array_contains("adding", preferred) & ~F.array_contains(_isr(), preferred)
-    rows = (
-        _assigned_with_state(partitions)
-        .where((F.col("leader") >= 0) & (F.size("replicas") > 0) & (F.col("leader") != preferred))
-        .join(queued_for_deletion, [KEY, "topic"], "left_anti")
-        .join(_adding(assignments), [KEY, "topic", "partition"], "left")
-        .withColumn("adding", F.coalesce("adding", empty_ints()))
-        .where(~adding_preferred_outside_isr)
-    )
-    detail = say("leader %s is not the preferred replica %s of replicas %s",
-                 "leader", preferred, int_list("replicas"))
-    return _partition_output(rows, "preferred_leader_not_leader", detail)
+    where = (_has_state() & _assigned() & (F.col("leader") >= 0) & (F.size("replicas") > 0)
+             & (F.col("leader") != preferred) & ~F.col("queued_for_deletion") & ~adding_preferred_outside_isr)
+    return _partition_finds(where, say("leader %s is not the preferred replica %s of replicas %s",
+                                       "leader", preferred, int_list("replicas")))
 
 
-def replica_on_unknown_broker(assignments: DataFrame, brokers: DataFrame, controller: DataFrame) -> DataFrame:
+@check("assignments", facts=(REGISTERED_BROKERS, KRAFT_MIGRATION))
+def replica_on_unknown_broker() -> Finds:
     """Every assigned replica's broker is registered under /brokers/ids (not checked during a ZK -> KRaft
     migration, when brokers running in KRaft mode hold replicas without being registered there)."""
-    rows = (
-        with_kraft_migration(with_registered_brokers(assignments, brokers), controller)
-        .withColumn("unknown", F.array_except(F.coalesce("replicas", empty_ints()), F.col("registered_brokers")))
-        .where((F.size("unknown") > 0) & ~F.col("kraft_migration"))
-    )
-    detail = say("replicas %s of %s are not registered under /brokers/ids", int_list("unknown"), int_list("replicas"))
-    return _partition_output(rows, "replica_on_unknown_broker", detail)
+    unknown = F.array_except(_replicas(), F.col("registered_brokers"))
+    return _partition_finds((F.size(unknown) > 0) & ~F.col("kraft_migration"),
+                            say("replicas %s of %s are not registered under /brokers/ids", int_list(unknown),
+                                int_list("replicas")))
 
 
-def duplicate_replica(assignments: DataFrame) -> DataFrame:
+@check("assignments")
+def duplicate_replica() -> Finds:
     """No broker appears twice in one partition's assigned replicas."""
     repeated = F.array_distinct(
         F.filter("replicas", lambda r: F.size(F.filter("replicas", lambda s: s == r)) > 1)
     )
-    rows = assignments.withColumn("repeated", repeated).where(F.size("repeated") > 0)
-    detail = say("brokers %s appear more than once in replicas %s", int_list("repeated"), int_list("replicas"))
-    return _partition_output(rows, "duplicate_replica", detail)
+    return _partition_finds(F.size(repeated) > 0, say("brokers %s appear more than once in replicas %s",
+                                                      int_list(repeated), int_list("replicas")))
 
 
-def replication_factor_inconsistent(assignments: DataFrame) -> DataFrame:
+@view
+def topic_replication_factors(assignments: DataFrame) -> DataFrame:
+    """(snapshot_id, topic, counts, path): per topic, its partitions counted by replication factor as Kafka counts
+    it during a reassignment (the replicas minus those being added, see ``_replication_factor``)."""
+    rf = _replication_factor(_replicas(), F.coalesce("adding_replicas", empty_ints()))
+    per_rf = assignments.groupBy(KEY, "topic", rf.alias("rf")).agg(
+        F.count(F.lit(1)).alias("partitions"), F.min("path").alias("path"))
+    return per_rf.groupBy(KEY, "topic").agg(
+        F.array_sort(F.collect_list(F.struct("rf", "partitions"))).alias("counts"), F.min("path").alias("path"))
+
+
+@check(topic_replication_factors)
+def replication_factor_inconsistent() -> Finds:
     """All partitions of a topic have the same replication factor, as Kafka counts it during a
     reassignment: the replicas minus those being added (see ``_replication_factor``)."""
-    rf = _replication_factor(F.coalesce("replicas", empty_ints()), F.coalesce("adding_replicas", empty_ints()))
-    per_rf = assignments.groupBy(KEY, "topic", rf.alias("rf")).agg(
-        F.count(F.lit(1)).alias("partitions"), F.min("path").alias("path")
-    )
-    rows = (
-        per_rf.groupBy(KEY, "topic")
-        .agg(F.array_sort(F.collect_list(F.struct("rf", "partitions"))).alias("counts"), F.min("path").alias("path"))
-        .where(F.size("counts") > 1)
-    )
     listing = F.array_join(
         F.transform("counts", lambda c: F.format_string("RF %d on %d partition(s)", c["rf"], c["partitions"])), ", "
     )
-    return to_output(
-        rows, "replication_factor_inconsistent", topic="topic", path="path",
-        detail=say("partitions have different replication factors: %s", listing),
-    )
+    return Finds(where=F.size("counts") > 1, topic="topic", path="path",
+                 detail=say("partitions have different replication factors: %s", listing))
 
 
-def partition_state_missing(partitions: DataFrame) -> DataFrame:
+@check("partitions")
+def partition_state_missing() -> Finds:
     """Every assigned partition has a .../partitions/<p>/state znode."""
-    rows = partitions.where(F.col("assigned") & ~F.coalesce(F.col("has_state"), F.lit(False)))
-    detail = say("partition %s is assigned in the topic znode but has no state znode", "partition")
-    return _partition_output(rows, "partition_state_missing", detail)
+    return _partition_finds(F.col("assigned") & ~_has_state(),
+                            say("partition %s is assigned in the topic znode but has no state znode", "partition"))
 
 
-def partition_state_orphaned(partitions: DataFrame) -> DataFrame:
+@check("partitions")
+def partition_state_orphaned() -> Finds:
     """Every partition state znode belongs to a partition of the topic's assignment."""
-    rows = partitions.where(F.col("has_state") & ~F.coalesce(F.col("assigned"), F.lit(False)))
-    detail = say("state znode of partition %s, which is not in the topic's assignment", "partition")
-    return _partition_output(rows, "partition_state_orphaned", detail)
+    return _partition_finds(F.col("has_state") & ~_assigned(),
+                            say("state znode of partition %s, which is not in the topic's assignment", "partition"))
 
 
-def partition_epoch_ahead_of_controller(
-    partitions: DataFrame, controller_epoch: DataFrame, controller: DataFrame, migration: DataFrame
-) -> DataFrame:
+@check("partitions", facts=(controller_epochs,))
+def partition_epoch_ahead_of_controller() -> Finds:
     """A partition state's controller_epoch is not greater than /controller_epoch, nor, during a ZK -> KRaft
     migration, than the KRaft controller's epoch.
 
@@ -209,53 +222,44 @@ def partition_epoch_ahead_of_controller(
     (KafkaZkClient.tryRegisterKRaftControllerAsActiveController): the KRaft epoch in /controller and
     /migration bounds those states.
     """
-    bounds = (
-        controller_epoch.select(KEY, F.col("epoch").alias("bound"))
-        .unionByName(controller.select(KEY, F.col("kraft_controller_epoch").alias("bound")))
-        .unionByName(migration.select(KEY, F.col("kraft_controller_epoch").alias("bound")))
-        .groupBy(KEY)
-        .agg(F.max("bound").alias("allowed_epoch"))
-    )
-    # A snapshot with a /controller_epoch has a row in bounds too (its epoch is one of them).
-    current = (
-        controller_epoch.groupBy(KEY).agg(F.max("epoch").alias("cluster_epoch"))
-        .where(F.col("cluster_epoch").isNotNull())
-        .join(bounds, KEY)
-    )
-    rows = _with_state(partitions).join(current, KEY).where(F.col("controller_epoch") > F.col("allowed_epoch"))
+    where = (_has_state() & F.col("cluster_epoch").isNotNull()
+             & (F.col("controller_epoch") > F.col("allowed_epoch")))
     detail = F.when(
         F.col("allowed_epoch") > F.col("cluster_epoch"),
         say("controller_epoch %s in state > /controller_epoch %s and > KRaft controller epoch %s",
             "controller_epoch", "cluster_epoch", "allowed_epoch"),
     ).otherwise(say("controller_epoch %s in state > /controller_epoch %s", "controller_epoch", "cluster_epoch"))
-    return _partition_output(rows, "partition_epoch_ahead_of_controller", detail)
+    return _partition_finds(where, detail)
 
 
-def leader_epoch_regressed(
-    partitions: DataFrame,
-    topics: DataFrame,
-    previous_partitions: DataFrame | None,
-    previous_topics: DataFrame | None,
-) -> DataFrame:
-    """A partition's leader_epoch never decreases between snapshots (unless the topic was recreated).
+@view
+def partition_history(partitions: DataFrame, topics: DataFrame, previous_partitions: DataFrame | None,
+                      previous_topics: DataFrame | None) -> DataFrame | None:
+    """Each partition with a state beside its state in the baseline (previous_leader_epoch, previous_snapshot) and
+    its topic's czxid now and then (czxid_now, czxid_before); None without a baseline.
 
     The previous tables are keyed by the snapshot they are the baseline of: a snapshot without previous rows
     has no baseline."""
     if previous_partitions is None or previous_topics is None:
-        return empty_output(partitions, "leader_epoch_regressed")
-    now = _with_state(partitions).select(KEY, "topic", "partition", "leader_epoch", "path")
-    before = _with_state(previous_partitions).select(
+        return None
+    now = partitions.where(_has_state()).select(KEY, "topic", "partition", "leader_epoch", "path")
+    before = previous_partitions.where(_has_state()).select(
         KEY, "topic", "partition", F.col("leader_epoch").alias("previous_leader_epoch"),
         previous_snapshot(previous_partitions).alias("previous_snapshot"),
     )
-    rows = (
+    return (
         now.join(before, [KEY, "topic", "partition"])
-        .where(F.col("leader_epoch") < F.col("previous_leader_epoch"))
         .join(topics.select(KEY, "topic", F.col("czxid").alias("czxid_now")), [KEY, "topic"], "left")
         .join(previous_topics.select(KEY, "topic", F.col("czxid").alias("czxid_before")), [KEY, "topic"], "left")
-        # A different czxid means the topic was deleted and created again: its epochs start over.
-        .where(~F.coalesce(F.col("czxid_now") != F.col("czxid_before"), F.lit(False)))
     )
-    detail = say("leader_epoch %s < %s in previous snapshot%s",
-                 "leader_epoch", "previous_leader_epoch", "previous_snapshot")
-    return _partition_output(rows, "leader_epoch_regressed", detail)
+
+
+@check(partition_history)
+def leader_epoch_regressed() -> Finds:
+    """A partition's leader_epoch never decreases between snapshots (unless the topic was recreated: a different
+    czxid means the topic was deleted and created again, and its epochs start over)."""
+    recreated = F.coalesce(F.col("czxid_now") != F.col("czxid_before"), F.lit(False))
+    return _partition_finds((F.col("leader_epoch") < F.col("previous_leader_epoch")) & ~recreated,
+                            say("leader_epoch %s < %s in previous snapshot%s",
+                                "leader_epoch", "previous_leader_epoch", "previous_snapshot"))
+
