@@ -18,6 +18,10 @@ import re
 FINGERPRINTED_VALUES = "values"
 FINGERPRINTED_DATA = "data"
 FINGERPRINT_PREFIX = "hmac-sha256:"
+# A broker password config that the snapshot decoded with the brokers' ``password.encoder.secret`` (a paired
+# cluster's ``migration.password_encoder_secret_conn_id``) before fingerprinting it: the fingerprint of the clear
+# text, as KRaft holds it, so the migration diff can compare the two (``decoded_fingerprint``).
+DECODED_PREFIX = FINGERPRINT_PREFIX + "decoded:"
 
 # The snapshot column values of ``unreadable``: the auditor may not read the znode's data (nor list
 # its children: ZooKeeper's READ permission covers both), or it read the data but then may not list
@@ -59,6 +63,13 @@ SECRET_PATHS = (*SECRET_VALUE_PATHS, *SECRET_DATA_PATHS)
 
 _SECRET_KEY_RE = re.compile(SECRET_CONFIG_KEY)
 _ENCRYPTED_VALUE_RE = re.compile(ENCRYPTED_VALUE)
+
+
+def decoded_fingerprint(value: object) -> str | None:
+    """The fingerprint of a decoded password's clear text in the KRaft side's form; None for any other value."""
+    if isinstance(value, str) and value.startswith(DECODED_PREFIX):
+        return FINGERPRINT_PREFIX + value[len(DECODED_PREFIX):]
+    return None
 
 
 def is_secret_config(key: str, value: object) -> bool:

@@ -24,6 +24,7 @@ from kafka_zk_audit.snapshot.connection import ZkSettings
 from kafka_zk_audit.snapshot.faults import with_retry
 from kafka_zk_audit.snapshot.ids import SnapshotIdTaken, under_new_id
 from kafka_zk_audit.snapshot.parallel import walk_in_parallel
+from kafka_zk_audit.snapshot.password_encoder import PasswordDecoder
 from kafka_zk_audit.snapshot.secrets import Fingerprinter, warehouse_key
 from kafka_zk_audit.snapshot.walker import TreeWalker, WalkStats
 from kafka_zk_audit.snapshot.writer import write_parquet
@@ -55,11 +56,13 @@ def write_snapshot(
     options: SnapshotOptions | None = None,
     progress: Callable[[WalkStats], None] | None = None,
     cluster: str | None = None,
+    decoder: PasswordDecoder | None = None,
 ) -> dict[str, Any]:
     """Walk the tree into ``<warehouse>/snapshots/snapshot_id=<id>/`` and return its manifest.
 
     ``cluster`` is the fleet's name for the ensemble (the manifest's ``cluster``): history, baselines and
-    retention go by it.
+    retention go by it. ``decoder`` (the brokers' ``password.encoder.secret``, a paired cluster's) decodes encoded
+    broker passwords before they are fingerprinted (``snapshot.secrets``).
 
     The Parquet files are written first and ``_MANIFEST.json`` last: a snapshot is complete or
     absent. On any failure (``SnapshotInterrupted`` when ZooKeeper stayed out of reach) the partial
@@ -73,7 +76,7 @@ def write_snapshot(
     if not warehouse.claim_snapshot_dir(snapshot_id):
         raise SnapshotIdTaken(f"snapshot {snapshot_id} exists or is being written in {warehouse.root}; "
                               "pick a new id")
-    fingerprinter = None if options.copy_secrets else Fingerprinter(warehouse_key(warehouse))
+    fingerprinter = None if options.copy_secrets else Fingerprinter(warehouse_key(warehouse), decoder)
     started_at = datetime.now(UTC)
     started = time.monotonic()
     walker = TreeWalker(client, options, fingerprinter, progress)
@@ -85,7 +88,7 @@ def write_snapshot(
                  sync_start)
         if options.parallel_connections > 1:
             key = None if fingerprinter is None else warehouse_key(warehouse)
-            files, workers = walk_in_parallel(walker, settings, warehouse, target, key)
+            files, workers = walk_in_parallel(walker, settings, warehouse, target, key, decoder)
         else:
             files = write_parquet(warehouse, target, walker.batches(), options.file_rows)
         sync_end = with_retry(options, lambda: _sync_zxid(client, options.request_timeout_s))
@@ -154,8 +157,9 @@ def write_new_snapshot(
     options: SnapshotOptions | None = None,
     progress: Callable[[WalkStats], None] | None = None,
     cluster: str | None = None,
+    decoder: PasswordDecoder | None = None,
 ) -> dict[str, Any]:
     """:func:`write_snapshot` under a new id (``<UTC start>-<suffix>``); when another writer has taken that
     second's id, the next second's (up to ``ID_ATTEMPTS`` tries). Returns the manifest (its ``snapshot_id``)."""
     return under_new_id(suffix, lambda snapshot_id: write_snapshot(
-        client, settings, warehouse, snapshot_id, options, progress, cluster=cluster))
+        client, settings, warehouse, snapshot_id, options, progress, cluster=cluster, decoder=decoder))

@@ -10,8 +10,9 @@ the requests in flight and ``reads_per_second``.
 
 A snapshot is complete or absent: the manifest is written by the parent once every worker succeeded; when one
 fails, the others are stopped, the directory is removed and the error raised. A worker also exits when its
-parent goes away (its stdin closes). Connection settings and the fingerprint key reach the workers through a
-pipe, never through their arguments or environment.
+parent goes away (its stdin closes). Connection settings, the fingerprint key and the brokers'
+``password.encoder.secret`` (a paired cluster's) reach the workers through a pipe, never through their arguments or
+environment.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from kafka_zk_audit.contract.snapshot_options import SnapshotOptions
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.snapshot.connection import KAZOO_LOGGER, ZkSettings
 from kafka_zk_audit.snapshot.faults import SnapshotInterrupted, with_retry
+from kafka_zk_audit.snapshot.password_encoder import PasswordDecoder
 from kafka_zk_audit.snapshot.secrets import Fingerprinter
 from kafka_zk_audit.snapshot.walker import TreeWalker
 from kafka_zk_audit.snapshot.writer import write_parquet
@@ -68,6 +70,7 @@ class WorkerTask:
     warehouse_root: str
     target: str
     key: bytes | None = field(default=None, repr=False)
+    password_secret: str | None = field(default=None, repr=False)  # the brokers' password.encoder.secret
 
 
 def worker_options(options: SnapshotOptions, workers: int, mode: str) -> SnapshotOptions:
@@ -105,7 +108,8 @@ def plan_workers(walker: TreeWalker, workers: int) -> list[tuple[tuple[str, ...]
 
 
 def walk_in_parallel(
-    walker: TreeWalker, settings: ZkSettings, warehouse: Warehouse, target: str, key: bytes | None
+    walker: TreeWalker, settings: ZkSettings, warehouse: Warehouse, target: str, key: bytes | None,
+    decoder: PasswordDecoder | None = None,
 ) -> tuple[list[str], list[dict[str, Any]]]:
     """Walk the tree of ``walker`` over ``walker.options.parallel_connections`` worker processes into ``target``.
 
@@ -121,7 +125,8 @@ def walk_in_parallel(
         plans = plan_workers(walker, options.parallel_connections)
         share = worker_options(options, len(plans), mode)
         tasks = [
-            WorkerTask(index, settings, share, roots, prune, warehouse.root, target, key)
+            WorkerTask(index, settings, share, roots, prune, warehouse.root, target, key,
+                       None if decoder is None else decoder.secret)
             for index, (roots, prune) in enumerate(plans)
         ]
         log.info("walking with %d connections (%s mode), %s", len(tasks), mode,
@@ -235,7 +240,8 @@ def run_worker(task: WorkerTask) -> dict[str, Any]:
     client = KazooClient(**task.settings.kazoo_kwargs())
     client.start(timeout=task.options.reconnect_timeout_s)
     try:
-        fingerprinter = None if task.key is None else Fingerprinter(task.key)
+        decoder = None if task.password_secret is None else PasswordDecoder(task.password_secret)
+        fingerprinter = None if task.key is None else Fingerprinter(task.key, decoder)
         walker = TreeWalker(client, task.options, fingerprinter, roots=task.roots, prune=task.prune)
         # Its server may be a follower behind the leader the parent synced with: catch it up first.
         with_retry(task.options, lambda: client.sync_async("/").get(timeout=task.options.request_timeout_s))

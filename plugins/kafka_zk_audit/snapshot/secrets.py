@@ -2,9 +2,11 @@
 
 A fingerprint tells whether a secret changed between two snapshots (same key, same secret, same
 fingerprint) without revealing it: without the key, it cannot even be checked against a guessed
-password. The key is per warehouse, ``<warehouse>/.keys/fingerprint.key``, created on first use with
-mode 0600 (on object stores, protect the bucket prefix instead). Which data is secret is defined in
-``contract.secrets``.
+password. With the brokers' ``password.encoder.secret`` (``decoder``), an encoded broker password is decoded
+first and its clear text fingerprinted (``contract.secrets.DECODED_PREFIX``): comparable with the KRaft side,
+where the migration stores it decoded; one that does not decode is fingerprinted as it is. The key is per
+warehouse, ``<warehouse>/.keys/fingerprint.key``, created on first use with mode 0600 (on object stores, protect
+the bucket prefix instead). Which data is secret is defined in ``contract.secrets``.
 """
 
 from __future__ import annotations
@@ -13,10 +15,13 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import secrets
 from typing import Any
 
 from kafka_zk_audit.contract.secrets import (
+    DECODED_PREFIX,
+    ENCRYPTED_VALUE,
     FINGERPRINT_PREFIX,
     FINGERPRINTED_DATA,
     FINGERPRINTED_VALUES,
@@ -25,7 +30,9 @@ from kafka_zk_audit.contract.secrets import (
     is_secret_config,
 )
 from kafka_zk_audit.contract.warehouse import Warehouse
+from kafka_zk_audit.snapshot.password_encoder import PasswordDecodeError, PasswordDecoder
 
+_ENCODED = re.compile(ENCRYPTED_VALUE)
 KEY_DIR = ".keys"
 KEY_FILE = "fingerprint.key"
 KEY_BYTES = 32
@@ -66,9 +73,12 @@ def key_id(key: bytes) -> str:
 class Fingerprinter:
     """Replaces secret data by fingerprints; ``scrub`` is called for every znode the snapshot records."""
 
-    def __init__(self, key: bytes) -> None:
+    def __init__(self, key: bytes, decoder: PasswordDecoder | None = None) -> None:
         self._key = key
         self.key_id = key_id(key)
+        self._decoder = decoder
+        self.decoded = 0  # encoded broker passwords decoded and fingerprinted as clear text
+        self.undecodable = 0  # encoded broker passwords the decoder could not decode
 
     def __repr__(self) -> str:
         return f"Fingerprinter(key_id={self.key_id})"
@@ -82,9 +92,21 @@ class Fingerprinter:
             return data, None
         if path.startswith(SECRET_DATA_PATHS):
             return self.fingerprint(data).encode(), FINGERPRINTED_DATA
-        return self._scrub_config(data)
+        return self._scrub_config(data, path.startswith("/config/brokers/"))
 
-    def _scrub_config(self, data: bytes) -> tuple[bytes, str | None]:
+    def _secret_fingerprint(self, raw: str, broker: bool) -> str:
+        """A secret config value's fingerprint: of its clear text when it is a broker password the decoder decodes."""
+        if self._decoder is not None and broker and _ENCODED.search(raw):
+            try:
+                clear = self._decoder.decode(raw)
+            except PasswordDecodeError:
+                self.undecodable += 1
+            else:
+                self.decoded += 1
+                return DECODED_PREFIX + self.fingerprint(clear.encode()).removeprefix(FINGERPRINT_PREFIX)
+        return self.fingerprint(raw.encode())
+
+    def _scrub_config(self, data: bytes, broker: bool = False) -> tuple[bytes, str | None]:
         """A config document ``{"version":1,"config":{…}}`` with each secret value fingerprinted.
 
         Anything that is not such a document is fingerprinted whole: it cannot be told apart from a secret.
@@ -102,5 +124,5 @@ class Fingerprinter:
         for key in secret_keys:
             value = config[key]
             raw = value if isinstance(value, str) else json.dumps(value)
-            config[key] = self.fingerprint(raw.encode())
+            config[key] = self._secret_fingerprint(raw, broker)
         return json.dumps(document, separators=(",", ":")).encode(), FINGERPRINTED_VALUES

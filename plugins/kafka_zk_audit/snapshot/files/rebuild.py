@@ -33,6 +33,7 @@ from kafka_zk_audit.snapshot.files.datatree import NodeTable
 from kafka_zk_audit.snapshot.files.processtxn import OfflineFilesError
 from kafka_zk_audit.snapshot.files.replay import RebuiltTree, cycle_collector_paused, rebuild_tree
 from kafka_zk_audit.snapshot.ids import SnapshotIdTaken, under_new_id
+from kafka_zk_audit.snapshot.password_encoder import PasswordDecoder
 from kafka_zk_audit.snapshot.secrets import Fingerprinter, warehouse_key
 from kafka_zk_audit.snapshot.writer import write_parquet
 
@@ -55,6 +56,7 @@ def write_offline_snapshot(
     settings: ZkSettings | None = None,
     progress: Callable[[str], None] | None = None,
     origin: str | None = None,
+    decoder: PasswordDecoder | None = None,
 ) -> dict[str, Any]:
     """Rebuild the tree from ``source_dir`` (and ``log_dir``) and write it as snapshot ``snapshot_id``.
 
@@ -81,7 +83,7 @@ def write_offline_snapshot(
     target = warehouse.snapshot_dir(snapshot_id)
     if not warehouse.claim_snapshot_dir(snapshot_id):
         raise SnapshotIdTaken(f"snapshot {snapshot_id} exists or is being written in {warehouse.root}; pick a new id")
-    fingerprinter = None if options.copy_secrets else Fingerprinter(warehouse_key(warehouse))
+    fingerprinter = None if options.copy_secrets else Fingerprinter(warehouse_key(warehouse), decoder)
     counts = _Counts()
     try:
         with cycle_collector_paused():

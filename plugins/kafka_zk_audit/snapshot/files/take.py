@@ -30,7 +30,8 @@ def describe_target(at_zxid: int | None, at_time: datetime | None) -> str:
 def snapshot_from_files(fetch: Callable[..., AbstractContextManager[StagedFiles]], warehouse: Warehouse,
                         suffix: str = "", *, at_zxid: int | str | None = None, at_time: str | datetime | None = None,
                         options: SnapshotOptions | None = None, cluster: str | None = None,
-                        settings: ZkSettings | None = None, task_log: Any = None) -> dict[str, Any]:
+                        settings: ZkSettings | None = None, task_log: Any = None,
+                        decoder: Any = None) -> dict[str, Any]:
     """Fetch the files a rebuild at ``at_zxid``/``at_time`` (default: the newest state) needs with
     ``fetch(at_zxid=…, at_time=…)`` and write the rebuilt snapshot under a new id; returns its manifest.
 
@@ -45,4 +46,4 @@ def snapshot_from_files(fetch: Callable[..., AbstractContextManager[StagedFiles]
         # fetched files are named by where they came from, not by the staging folder that is gone after
         return write_new_offline_snapshot(staged.data_dir, warehouse, suffix, log_dir=staged.log_dir, at_zxid=zxid,
                                           at_time=moment, options=options, cluster=cluster, settings=settings,
-                                          origin=staged.origin if staged.fetched else None)
+                                          origin=staged.origin if staged.fetched else None, decoder=decoder)
