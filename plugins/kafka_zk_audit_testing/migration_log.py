@@ -39,6 +39,7 @@ from kafka_zk_audit.snapshot.migration.mapping import (
 )
 from kafka_zk_audit.snapshot.migration.tree import ZkNode, ZkTree, children, data_of
 from kafka_zk_audit_testing.kraft_logs import T0, uuid
+from kafka_zk_audit_testing.password_encoder import decode_password
 from kafka_zk_audit_testing.simulator.registry import Planted
 
 (REGISTER_BROKER, TOPIC, PARTITION, CONFIG, PARTITION_CHANGE, TOKEN, SCRAM, FEATURE_LEVEL, QUOTA, PRODUCER_IDS,
@@ -79,11 +80,12 @@ class MigrationLog:
     controller_id: int
     planted: list[Planted] = field(default_factory=list)
 
-    def migration_znode(self) -> bytes:
-        """``/migration`` as ``MigrationZNode.encode`` writes it after the dual writes ZooKeeper reflects."""
+    def migration_znode(self, metadata_epoch: int | None = None) -> bytes:
+        """``/migration`` as ``MigrationZNode.encode`` writes it after the dual writes ZooKeeper reflects
+        (``metadata_epoch``: another kraft_metadata_epoch than the batch's, as a log that is not this one gives)."""
         return json.dumps({"version": 0, "kraft_controller_id": self.controller_id,
                            "kraft_controller_epoch": self.epoch, "kraft_metadata_offset": self.migration_offset,
-                           "kraft_metadata_epoch": self.epoch}).encode()
+                           "kraft_metadata_epoch": self.epoch if metadata_epoch is None else metadata_epoch}).encode()
 
 
 @dataclass
@@ -91,6 +93,7 @@ class _Writer:
     release: tuple[int, int, int]
     plants: set[str]
     rng: random.Random
+    secret: str | None = None
     batches: list[tuple[list[Record], bool, int]] = field(default_factory=list)
     offset: int = 0
     planted: list[Planted] = field(default_factory=list)
@@ -126,14 +129,17 @@ _CHECK = {"producer_ids_behind": "migration_diverged_producer_ids",
 
 
 def write_migration_log(tree: ZkTree, root: Path, release: str = "3.9", *, plants: Sequence[str] = (),
-                        seed: int = 0, epoch: int = 5, controller_id: int = 3000) -> MigrationLog:
+                        seed: int = 0, epoch: int = 5, controller_id: int = 3000,
+                        password_secret: str | None = None) -> MigrationLog:
     """Write at ``root`` the metadata directory of the migration of ``tree`` (raw znodes, not fingerprinted) by
-    Kafka ``release``, with ``plants`` (from ``PLANTS``) planted; see the module docstring."""
+    Kafka ``release``, with ``plants`` (from ``PLANTS``) planted; see the module docstring. With
+    ``password_secret`` (the controllers' ``password.encoder.secret``) encoded passwords are decoded as Kafka's
+    controller decodes them; without it they get a stand-in clear text (``decoded_password``)."""
     unknown = set(plants) - set(PLANTS)
     if unknown:
         raise KeyError(f"no migration plant {sorted(unknown)}; known: {', '.join(PLANTS)}")
     parsed = parse_release(release)
-    w = _Writer(parsed, set(plants), random.Random(seed))
+    w = _Writer(parsed, set(plants), random.Random(seed), password_secret)
     mv = METADATA_VERSIONS[parsed[:2]]
     w.add([(LEADER_CHANGE, 0, {"Version": 0, "LeaderId": controller_id, "Voters": [{"VoterId": controller_id}],
                                "GrantingVoters": [{"VoterId": controller_id}]})], control=True)
@@ -260,7 +266,8 @@ def _config_records(w: _Writer, tree: ZkTree, resource_type: int, zk_name: str) 
     for key, value in config.items():
         if isinstance(value, str) and value.startswith("keyFactoryAlgorithm:") and w.release >= (3, 5, 0):
             if not w.plant("password_encoded", broker_id=int(name) if name.isdigit() else None, path=path):
-                value = decoded_password(value)  # ZkConfigMigrationClient: passwordEncoder.decode
+                # ZkConfigMigrationClient: passwordEncoder.decode
+                value = decode_password(value, w.secret) if w.secret else decoded_password(value)
         if resource_type == TOPIC_TYPE and w.plant("config_missing", topic=zk_name, path=path):
             continue
         records.append((CONFIG, 0, {"ResourceType": resource_type, "ResourceName": name, "Name": key,

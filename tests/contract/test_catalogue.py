@@ -18,7 +18,7 @@ def test_the_paired_checks_are_the_migration_diffs_and_read_no_table() -> None:
     from kafka_zk_audit.contract.catalogue import PAIRED_CHECK_IDS, SNAPSHOT_CHECK_IDS
     from kafka_zk_audit.contract.migration_checks import BY_ID as DIVERGENCES
 
-    assert set(PAIRED_CHECK_IDS) == set(DIVERGENCES) and len(PAIRED_CHECK_IDS) == 12
+    assert set(PAIRED_CHECK_IDS) == set(DIVERGENCES) and len(PAIRED_CHECK_IDS) == 14
     assert set(PAIRED_CHECK_IDS).isdisjoint(SNAPSHOT_CHECK_IDS)
     assert set(PAIRED_CHECK_IDS) | set(SNAPSHOT_CHECK_IDS) == set(CHECK_IDS)
     for check_id in PAIRED_CHECK_IDS:

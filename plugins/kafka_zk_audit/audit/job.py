@@ -43,7 +43,7 @@ from kafka_zk_audit.audit.keyed_io import (
     write_rows,
 )
 from kafka_zk_audit.audit.normalize import normalize
-from kafka_zk_audit.audit.paired import read_verdicts, with_paired_findings
+from kafka_zk_audit.audit.paired import paired_verdicts, with_paired_findings
 from kafka_zk_audit.audit.readiness import SnapshotReadiness, audit_readiness, write_audit_migration
 from kafka_zk_audit.audit.session import size_spark_to
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
@@ -230,7 +230,7 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
             write_rows(out, out.table_dir(DRIFT_TABLE), {row["snapshot_id"]: [row] for row in drift}, DRIFT)
 
     with clock.phase("checks+findings"):
-        verdicts = read_verdicts(warehouse, ids)  # the migration diffs of the paired snapshots
+        verdicts = paired_verdicts(spark, warehouse, ids)  # the paired snapshots' migration diffs, one plan
         raw = with_paired_findings(spark, run_checks(tables, previous_tables, params), verdicts)
         finalized = finalize_findings(raw, batch, previous_findings)
         findings = finalized.findings

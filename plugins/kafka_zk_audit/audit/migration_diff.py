@@ -6,7 +6,9 @@ single-pair reference the CLI uses), as one full outer join keyed by (pair, kind
 missing or extra, on both its value and extra are compared when both have them; a topic missing on one side hides its
 partitions and configs; KRaft entries flagged ``mangled`` give one ``migration_diverged_quota_name`` per entity,
 ``encrypted`` one ``migration_diverged_password_encoded``; the producer id block has its KAFKA-15552 rule. The rows
-are findings (contract.schemas CHECK_OUTPUT) with ``pair``.
+are findings (contract.schemas CHECK_OUTPUT) with ``pair``. ``diff_frames`` adds, in the same plan, how many
+entities of each kind each pair has equal on both sides (rows with ``kind`` and ``equal``): the audit collects both
+in one job (``audit.paired``).
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from kafka_zk_audit.contract.migration_checks import CHECK_OF_KIND
+from kafka_zk_audit.contract.migration_checks import CHECK_OF_KIND, ENTRY_FIELDS, INT_ENTRY_FIELDS
 
-ENTRY_COLUMNS = ("pair", "kind", "key", "value", "extra", "evidence", "topic", "partition", "broker_id", "path",
-                 "flag")
+ENTRY_COLUMNS = ("pair", *ENTRY_FIELDS)
 KEY = ("pair", "kind", "key")
 OUTPUT = ("pair", "check_id", "topic", "partition", "group_id", "broker_id", "path", "detail", "explained")
+DIFF_OUTPUT = (*OUTPUT, "kind", "equal")
+ENTRIES_DDL = ", ".join(["side string"] + [f"{name} {'int' if name in INT_ENTRY_FIELDS else 'string'}"
+                                           for name in ENTRY_FIELDS])
 
 
 def _side(frame: DataFrame, prefix: str) -> DataFrame:
@@ -41,10 +45,45 @@ def _differs(name: str) -> Column:
     return left.isNotNull() & right.isNotNull() & (left != right)
 
 
+def _joined(zk: DataFrame, kraft: DataFrame) -> DataFrame:
+    kraft = kraft.dropDuplicates(list(KEY))  # an ACL twice (a re-run load) is one
+    return _side(zk, "zk").join(_side(kraft, "kr"), list(KEY), "full_outer")
+
+
 def compare_frames(zk: DataFrame, kraft: DataFrame) -> DataFrame:
     """The findings of every pair (see the module docstring)."""
-    kraft = kraft.dropDuplicates(list(KEY))  # an ACL twice (a re-run load) is one
-    joined = _side(zk, "zk").join(_side(kraft, "kr"), list(KEY), "full_outer")
+    return _findings(_joined(zk, kraft))
+
+
+def _equal_counts(joined: DataFrame) -> DataFrame:
+    """Per pair and kind, the entities on both sides that nothing tells apart (the producer id block, a mangled or
+    encrypted KRaft form are never counted)."""
+    equal = (F.col("zk_evidence").isNotNull() & F.col("kr_evidence").isNotNull() & F.col("kr_flag").isNull()
+             & (F.col("kind") != "producer_ids") & ~_differs("value") & ~_differs("extra"))
+    return joined.where(equal).groupBy("pair", "kind").agg(F.count(F.lit(1)).alias("equal"))
+
+
+def diff_frames(zk: DataFrame, kraft: DataFrame) -> DataFrame:
+    """The findings of every pair and its equal counts per kind, as one frame of ``DIFF_OUTPUT``: a finding row has
+    ``kind`` and ``equal`` null, a count row only ``pair``, ``kind`` and ``equal``."""
+    joined = _joined(zk, kraft)
+    findings = _findings(joined).select(*OUTPUT, F.lit(None).cast("string").alias("kind"),
+                                        F.lit(None).cast("long").alias("equal"))
+    nulls = [F.lit(None).cast(kind).alias(name) for name, kind in (
+        ("check_id", "string"), ("topic", "string"), ("partition", "int"), ("group_id", "string"),
+        ("broker_id", "int"), ("path", "string"), ("detail", "string"), ("explained", "boolean"))]
+    counts = _equal_counts(joined).select("pair", *nulls, "kind", "equal")
+    return findings.unionByName(counts)
+
+
+def sides(entries: DataFrame, key: str) -> tuple[DataFrame, DataFrame]:
+    """The ZooKeeper and KRaft entries of a keyed entries table (``ENTRIES_DDL`` and the key ``key``, the pair)."""
+    frame = entries.withColumnRenamed(key, "pair")
+    return tuple(frame.where(F.col("side") == side).select(*ENTRY_COLUMNS)  # type: ignore[return-value]
+                 for side in ("zk", "kraft"))
+
+
+def _findings(joined: DataFrame) -> DataFrame:
     on_one_side = F.col("zk_evidence").isNull() | F.col("kr_evidence").isNull()
     apart = (joined.where((F.col("kind") == "topic") & on_one_side)
              .select(F.col("pair").alias("apart_pair"), F.col("key").alias("apart_topic")).distinct())

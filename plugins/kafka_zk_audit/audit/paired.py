@@ -1,11 +1,17 @@
-"""The migration diff's findings in the audit: the rows of each paired snapshot's verdict, merged into its checks'.
+"""The migration diff in the audit: every paired snapshot of the batch compared in one Spark plan, its findings
+merged into its checks'.
 
-The snapshot task of a cluster paired with its KRaft log (``clusters[].migration``) compared the two and wrote the
-verdict beside the snapshot (``snapshot.migration.paired``; ``Warehouse.migration_diff_path``:
-``runs/<id>/migration_diff.json``). Its findings are in the checks' shape already (contract.schemas CHECK_OUTPUT);
-keyed by their snapshot, they join the raw rows of the batch before ``finalize_findings``, so severity overrides,
-suppressions, history, the gate, the alerts and the summaries treat them like any finding. A snapshot without a
-verdict adds nothing. ``verification_chapter`` is the verdict as the readiness report's last chapter.
+The snapshot task of a cluster paired with its KRaft log (``clusters[].migration``) laid both sides out as entries
+(``snapshot.migration.paired``: the keyed table ``tables/migration_entries/``) and wrote the prepared verdict beside
+the snapshot (``Warehouse.migration_diff_path``: ``runs/<id>/migration_diff.json``, status ``prepared``: offset, lag
+and the state findings). ``paired_verdicts`` reads the entries of every prepared snapshot of the batch as one frame,
+compares them keyed by (snapshot, kind, key) in one plan (``audit.migration_diff.diff_frames``, one job), and
+completes each verdict (findings, equal counts, ``verified`` or ``diverged``), written back as its
+``migration_diff.json``. A prepared snapshot whose entries are gone is unverified, with a ``migration_unverifiable``
+finding. The findings are in the checks' shape (contract.schemas CHECK_OUTPUT); keyed by their snapshot, they join
+the raw rows of the batch before ``finalize_findings``, so severity overrides, suppressions, history, the gate, the
+alerts and the summaries treat them like any finding. A snapshot without a verdict adds nothing.
+``verification_chapter`` is the verdict as the readiness report's last chapter.
 """
 
 from __future__ import annotations
@@ -15,9 +21,21 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from kafka_zk_audit.audit.keyed_io import present, read_keyed
+from kafka_zk_audit.audit.migration_diff import ENTRIES_DDL, diff_frames, sides
 from kafka_zk_audit.contract.catalogue import BY_ID, PAIRED_CHECK_IDS, SEVERITIES
+from kafka_zk_audit.contract.migration_checks import (
+    DIVERGED,
+    EQUAL_LABELS,
+    PREPARED,
+    UNVERIFIED,
+    VERIFIED,
+    summary_line,
+)
 from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, KEY, keyed
 from kafka_zk_audit.contract.warehouse import Warehouse
+
+FINDING_FIELDS = ("check_id", "topic", "partition", "group_id", "broker_id", "path", "detail", "explained")
 
 
 def read_verdicts(warehouse: Warehouse, snapshot_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -28,6 +46,70 @@ def read_verdicts(warehouse: Warehouse, snapshot_ids: Sequence[str]) -> dict[str
         if verdict is not None:
             verdicts[snapshot_id] = verdict
     return verdicts
+
+
+def paired_verdicts(spark: SparkSession, warehouse: Warehouse, snapshot_ids: Sequence[str],
+                    ) -> dict[str, dict[str, Any]]:
+    """The migration verdict of each paired snapshot of the batch, the prepared ones compared in one plan (see the
+    module docstring) and written back; by snapshot id."""
+    verdicts = read_verdicts(warehouse, snapshot_ids)
+    pending = sorted(sid for sid, verdict in verdicts.items() if verdict.get("status") == PREPARED)
+    if not pending:
+        return verdicts
+    laid_out = present(warehouse, warehouse.migration_entries_dir())
+    for sid in pending:
+        if sid not in laid_out:
+            _unverified(verdicts[sid], "the entries the snapshot task laid out are gone (pruned, or the task was "
+                                       "interrupted): snapshot the cluster again")
+    compared = [sid for sid in pending if sid in laid_out]
+    if compared:
+        _complete(verdicts, compare_entries(spark, warehouse, compared))
+    for sid in pending:
+        warehouse.write_json(warehouse.migration_diff_path(sid), verdicts[sid])
+    return verdicts
+
+
+def compare_entries(spark: SparkSession, warehouse: Warehouse, snapshot_ids: Sequence[str],
+                    ) -> dict[str, tuple[list[dict[str, Any]], dict[str, int]]]:
+    """The findings and equal counts of the snapshots' entries, compared in one plan and collected in one job."""
+    from pyspark.sql.types import _parse_datatype_string
+
+    schema = _parse_datatype_string(ENTRIES_DDL)
+    entries = read_keyed(spark, warehouse.migration_entries_dir(), snapshot_ids, schema)
+    results: dict[str, tuple[list[dict[str, Any]], dict[str, int]]] = {sid: ([], {}) for sid in snapshot_ids}
+    for row in diff_frames(*sides(entries, KEY)).collect():
+        findings, equal = results[row["pair"]]
+        if row["kind"] is not None:
+            equal[row["kind"]] = int(row["equal"])
+        else:
+            findings.append({name: row[name] for name in FINDING_FIELDS})
+    return results
+
+
+def _order(finding: Mapping[str, Any]) -> tuple:
+    return (finding["check_id"], finding.get("path") or "", finding.get("topic") or "",
+            finding.get("partition") if finding.get("partition") is not None else -1, finding.get("detail") or "")
+
+
+def _complete(verdicts: dict[str, dict[str, Any]],
+              results: Mapping[str, tuple[list[dict[str, Any]], dict[str, int]]]) -> None:
+    """The prepared verdicts with the comparison's findings (after the state findings) and equal counts."""
+    for sid, (findings, equal) in results.items():
+        verdict = verdicts[sid]
+        verdict["findings"] = list(verdict.get("findings") or []) + sorted(findings, key=_order)
+        verdict["equal"] = dict(sorted(equal.items()))
+        verdict["verified"] = not verdict["findings"]
+        verdict["status"] = VERIFIED if verdict["verified"] else DIVERGED
+        verdict["summary"] = summary_line(len(verdict["findings"]), equal, verdict.get("offset"),
+                                          str(verdict.get("release")))
+
+
+def _unverified(verdict: dict[str, Any], error: str) -> None:
+    verdict.update(status=UNVERIFIED, verified=False, error=error, summary=f"migration not verified: {error}",
+                   findings=[*(verdict.get("findings") or []), {
+                       "check_id": "migration_unverifiable", "topic": None, "partition": None, "group_id": None,
+                       "broker_id": None, "path": "/migration", "explained": False,
+                       "detail": f"the migration could not be verified: {error}"}])
 
 
 def paired_rows(verdicts: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -53,10 +135,6 @@ def with_paired_findings(spark: SparkSession, raw: DataFrame, verdicts: Mapping[
     return raw.unionByName(frame.select(*raw.columns))
 
 
-EQUAL_LABELS = (("topic", "topics"), ("partition", "partitions"), ("config", "configs"), ("acl", "ACLs"),
-                ("quota", "quotas"), ("scram", "users"))
-
-
 def verification_chapter(verdict: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The readiness report's last chapter for a paired snapshot (None for any other): verified or not, the
     divergences (most severe first, each with both sides' evidence), what is equal per kind, offset and lag."""
@@ -69,9 +147,11 @@ def verification_chapter(verdict: Mapping[str, Any] | None) -> dict[str, Any] | 
         key=lambda d: (SEVERITIES.index(d["severity"]), d["check_id"], d["path"] or "", d["topic"] or ""))
     equal = verdict.get("equal") or {}
     error = verdict.get("error")
+    if verdict.get("status") == PREPARED and not error:  # laid out, never compared (the audit did not get to it)
+        error = "the two sides were laid out but not compared"
     return {
         "verified": bool(verdict.get("verified")) and not error,
-        "status": "unverified" if error else "verified" if verdict.get("verified") else "diverged",
+        "status": UNVERIFIED if error else VERIFIED if verdict.get("verified") else DIVERGED,
         "error": error,
         "release": verdict.get("release"),
         "offset": verdict.get("offset"),

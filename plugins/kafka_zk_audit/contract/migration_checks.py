@@ -16,6 +16,8 @@ ZCMC = "core/src/main/scala/kafka/zk/migration/ZkConfigMigrationClient.scala"
 ZAMC = "core/src/main/scala/kafka/zk/migration/ZkAclMigrationClient.scala"
 KMD = "metadata/src/main/java/org/apache/kafka/metadata/migration/KRaftMigrationDriver.java"
 KMZW = "metadata/src/main/java/org/apache/kafka/metadata/migration/KRaftMigrationZkWriter.java"
+ZD = "core/src/main/scala/kafka/zk/ZkData.scala"
+KML = "core/src/main/scala/kafka/raft/KafkaMetadataLog.scala"
 
 
 @dataclass(frozen=True)
@@ -43,10 +45,11 @@ DIVERGENCES: tuple[Divergence, ...] = (
                "Do not finalize. Reassign or elect the partition in KRaft to the state ZooKeeper shows (or the "
                "reverse) and re-run the diff; a replica order that differs moves the preferred leader."),
     Divergence("migration_diverged_config", "error",
-               "a topic or broker config key missing, extra or different (broker <default> = \"\"; passwords by key)",
+               "a topic or broker config key missing, extra or different (broker <default> = \"\"; passwords by the "
+               "fingerprint of their clear text when the brokers' password.encoder.secret is given, else by key)",
                f"{ZCMC} (iterateBrokerConfigs, readTopicConfigs); {ZMC} @3.4 (migrateBrokerConfigs)",
                "Set the config in KRaft (kafka-configs --bootstrap-server) to the ZooKeeper value, or the reverse "
-               "while dual writes run; a password config is compared by key: set it again in KRaft."),
+               "while dual writes run; a password config that differs: set it again in KRaft."),
     Divergence("migration_diverged_password_encoded", "error",
                "a KRaft password config holds ZooKeeper's encrypted text (KAFKA-14801: the controller had no "
                "password.encoder.secret, or the release is 3.4)",
@@ -91,6 +94,20 @@ DIVERGENCES: tuple[Divergence, ...] = (
                "metadata/src/main/java/org/apache/kafka/controller/QuorumController.java (MigrationRecordConsumer)",
                "Do not finalize: the load did not finish. Check the KRaft controller's log, fix what aborted it and "
                "let the controller run the load again."),
+    Divergence("migration_diverged_offset_epoch", "error",
+               "the batch holding /migration's kraft_metadata_offset has another leader epoch than its "
+               "kraft_metadata_epoch (or one newer than its kraft_controller_epoch): ZooKeeper reflects another log",
+               f"{ZD} (MigrationZNode); {KMD} (MetadataChangeEvent: image.highestOffsetAndEpoch())",
+               "Check that the metadata directory is the active controller's and current (copy it again); a log "
+               "truncated after a leader change rewrote the offsets ZooKeeper names: restart the migration driver "
+               "(a controller failover) so that it syncs ZooKeeper again, then re-run the diff."),
+    Divergence("migration_unverifiable", "error",
+               "the migration could not be verified: the KRaft metadata directory is missing, unreadable or corrupt "
+               "beyond use, or was truncated past /migration's offset with no checkpoint at or before it",
+               f"{KML} (deleteBeforeSnapshot: segments before the newest snapshot are deleted)",
+               "Give the audit read access to the controller's metadata.log.dir (clusters[].migration.kraft), copy "
+               "the whole __cluster_metadata-0 folder with its .checkpoint files, or run the diff before the "
+               "controller deletes the segments; the verdict's error says which file and why."),
     Divergence("migration_dual_write_lagging", "error",
                "ZooKeeper trails KRaft by more records or time than the limit (/migration kraft_metadata_offset "
                "against the log's end)", f"{KMD} (MetadataChangeEvent: /migration written after each image)",
@@ -125,8 +142,28 @@ OMISSIONS: tuple[tuple[str, str], ...] = (
      f"{ZMC} (migrateAcls: Uuid.randomUuid)"),
     ("ACLs and SCRAM credentials on 3.4, delegation tokens before 3.6: not migrated by that release",
      f"{ZMC} @3.4, @3.5"),
-    ("a password config's value when no password.encoder.secret is given: compared by key only",
-     f"{ZCMC} (passwordEncoder.decode)"),
+    ("a password config's value when no password.encoder.secret is given (clusters[].migration."
+     "password_encoder_secret_conn_id), or when it does not decode it: compared by key only (the verdict's notes say "
+     "so)", f"{ZCMC} (passwordEncoder.decode); core/src/main/scala/kafka/utils/PasswordEncoder.scala"),
     ("a topic without /config/topics/<t>: the same as an empty config",
      f"{ZCMC} (readTopicConfigs); {KMZW} (KAFKA-16003)"),
 )
+
+# The entries table a paired snapshot's task lays out for the audit's diff (Warehouse.migration_entries_dir): one row
+# per entity of one side (``side``: zk or kraft), keyed by (snapshot, kind, key); ``partition`` and ``broker_id`` are
+# ints, the rest strings.
+ENTRY_FIELDS = ("kind", "key", "value", "extra", "evidence", "topic", "partition", "broker_id", "path", "flag")
+INT_ENTRY_FIELDS = ("partition", "broker_id")
+SIDES = ("zk", "kraft")
+# migration_diff.json's status: laid out by the snapshot task, then compared by the audit, or not comparable.
+PREPARED, VERIFIED, DIVERGED, UNVERIFIED = "prepared", "verified", "diverged", "unverified"
+EQUAL_LABELS = (("topic", "topics"), ("partition", "partitions"), ("config", "configs"), ("acl", "ACLs"),
+                ("quota", "quotas"), ("scram", "users"))
+
+
+def summary_line(findings: int, equal: dict[str, int], offset: int | None, release: str) -> str:
+    """``migration verified at offset O (Kafka R): N topics, … equal``, or DIVERGED with the findings' count."""
+    counts = ", ".join(f"{equal.get(kind, 0)} {label}" for kind, label in EQUAL_LABELS)
+    verdict = "migration verified" if not findings else f"migration DIVERGED ({findings} finding(s))"
+    at = f"offset {offset}" if offset is not None else "the log's end"
+    return f"{verdict} at {at} (Kafka {release}): {counts} equal"

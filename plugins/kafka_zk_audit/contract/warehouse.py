@@ -101,6 +101,11 @@ class Warehouse:
         """A paired cluster's migration verdict for its ZooKeeper snapshot (snapshot.migration.paired)."""
         return f"{self.run_dir(snapshot_id)}/migration_diff.json"
 
+    def migration_entries_dir(self, snapshot_id: str | None = None) -> str:
+        """Both sides of a paired snapshot laid out for the audit's migration diff (``snapshot.migration.paired``):
+        one keyed table, ``tables/migration_entries/snapshot_id=<id>/``, pruned with the snapshot's tables."""
+        return self.table_dir("migration_entries", snapshot_id)
+
     def read_migration_diff(self, snapshot_id: str) -> dict[str, Any] | None:
         """That verdict, None when the snapshot's cluster is not paired with a KRaft log."""
         path = self.migration_diff_path(snapshot_id)

@@ -24,7 +24,8 @@ def migration_target(migration: ClusterMigrationConfig | None) -> dict[str, Any]
     if migration is None:
         return None
     return {**migration.kraft.model_dump(), "release": migration.release, "max_lag_records": migration.max_lag_records,
-            "max_lag_ms": int(migration.max_lag.total_seconds() * 1000)}
+            "max_lag_ms": int(migration.max_lag.total_seconds() * 1000),
+            "password_encoder_secret_conn_id": migration.password_encoder_secret_conn_id}
 
 
 def cluster_targets(cfg: AuditConfig, zk_conn_id: str | None) -> list[dict[str, Any]]:

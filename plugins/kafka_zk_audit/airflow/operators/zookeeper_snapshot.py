@@ -33,8 +33,10 @@ class ZooKeeperSnapshotOperator(BaseOperator):
     KRaft metadata image replayed from a controller's metadata log, at ``at_offset`` or ``at_time`` (default: the
     newest state), laid out as the same snapshot table.
 
-    With ``migration`` (the cluster's ``migration`` setting: its KRaft ``metadata_dir``/``sftp_conn_id``, ``release``
-    and lag limits) the ZooKeeper snapshot is then compared with the KRaft log its migration wrote
+    With ``migration`` (the cluster's ``migration`` setting: its KRaft ``metadata_dir``/``sftp_conn_id``, ``release``,
+    lag limits and ``password_encoder_secret_conn_id``) the ZooKeeper snapshot is taken with the brokers'
+    ``password.encoder.secret`` (the password of that connection, when set: encoded broker passwords are decoded and
+    their clear text fingerprinted) and then laid out with the KRaft log its migration wrote for the audit's diff
     (``snapshot.migration.paired``).
     """
 
@@ -77,29 +79,47 @@ class ZooKeeperSnapshotOperator(BaseOperator):
     def execute(self, context: Any) -> str:
         warehouse = Warehouse(self.warehouse or default_warehouse())
         suffix = "-".join(part for part in (self.cluster, self.snapshot_suffix) if part)
+        decoder = None if self.kraft else self._password_decoder()
         if self.kraft and self.kraft.get("metadata_dir"):
             manifest = self._snapshot_from_kraft(warehouse, suffix)
         elif self.files and self.files.get("data_dir"):
-            manifest = self._snapshot_from_files(warehouse, suffix)
+            manifest = self._snapshot_from_files(warehouse, suffix, decoder)
         else:
-            manifest = self._snapshot_of_ensemble(warehouse, suffix)
+            manifest = self._snapshot_of_ensemble(warehouse, suffix, decoder)
         if self.migration and not self.kraft:
-            self._verify_migration(warehouse, manifest)
+            self._prepare_migration(warehouse, manifest, decoder)
         context["ti"].xcom_push(key="manifest", value=manifest)
         return manifest["snapshot_id"]
 
-    def _snapshot_of_ensemble(self, warehouse: Warehouse, suffix: str) -> dict[str, Any]:
+    def _password_decoder(self) -> Any:
+        """The brokers' password.encoder.secret as a decoder (the password of the paired cluster's
+        ``password_encoder_secret_conn_id``); None without one. The secret stays in this process."""
+        conn_id = (self.migration or {}).get("password_encoder_secret_conn_id")
+        if not conn_id:
+            return None
+        from airflow.sdk import BaseHook
+
+        from kafka_zk_audit.snapshot.password_encoder import PasswordDecoder
+
+        secret = BaseHook.get_connection(conn_id).password
+        if not secret:
+            raise ValueError(f"connection {conn_id!r} (migration.password_encoder_secret_conn_id) has no password: "
+                             "set it to the brokers' password.encoder.secret")
+        return PasswordDecoder(secret)
+
+    def _snapshot_of_ensemble(self, warehouse: Warehouse, suffix: str, decoder: Any = None) -> dict[str, Any]:
         """Walk the ensemble of the ZooKeeper connection (read-only)."""
         hook = ZooKeeperHook(zk_conn_id=self.zk_conn_id)
         settings = hook.get_settings()
         self.log.info("snapshot of %s%s into %s", settings.ensemble,
                       f" (cluster {self.cluster})" if self.cluster else "", warehouse.root)
         try:
-            return write_new_snapshot(hook.get_conn(), settings, warehouse, suffix, self.options, cluster=self.cluster)
+            return write_new_snapshot(hook.get_conn(), settings, warehouse, suffix, self.options, cluster=self.cluster,
+                                      decoder=decoder)
         finally:
             hook.close()
 
-    def _snapshot_from_files(self, warehouse: Warehouse, suffix: str) -> dict[str, Any]:
+    def _snapshot_from_files(self, warehouse: Warehouse, suffix: str, decoder: Any = None) -> dict[str, Any]:
         """Fetch the cluster's ZooKeeper files (SFTP or fsspec) and rebuild the snapshot from them."""
         from kafka_zk_audit.airflow.hooks.zookeeper_files import cluster_zookeeper_files
         from kafka_zk_audit.snapshot.files.take import snapshot_from_files
@@ -109,7 +129,7 @@ class ZooKeeperSnapshotOperator(BaseOperator):
             self.log.info("no connection %r: the manifest names the files' location instead", self.zk_conn_id)
         return snapshot_from_files(functools.partial(cluster_zookeeper_files, self.files or {}), warehouse, suffix,
                                    at_zxid=self.at_zxid, at_time=self.at_time, options=self.options,
-                                   cluster=self.cluster, settings=settings, task_log=self.log)
+                                   cluster=self.cluster, settings=settings, task_log=self.log, decoder=decoder)
 
     def _snapshot_from_kraft(self, warehouse: Warehouse, suffix: str) -> dict[str, Any]:
         """Fetch the cluster's KRaft metadata directory (SFTP or fsspec) and replay it into the snapshot."""
@@ -120,21 +140,11 @@ class ZooKeeperSnapshotOperator(BaseOperator):
                                    at_offset=self.at_offset, at_time=self.at_time, options=self.options,
                                    cluster=self.cluster, task_log=self.log)
 
-    def _verify_migration(self, warehouse: Warehouse, manifest: dict[str, Any]) -> None:
-        """Compare the snapshot just written with the KRaft log the cluster's migration wrote (fetched read-only);
-        the verdict goes to ``runs/<id>/migration_diff.json``. A KRaft side that cannot be read is recorded as
-        unverified (the snapshot is kept: its own audit goes on)."""
+    def _prepare_migration(self, warehouse: Warehouse, manifest: dict[str, Any], decoder: Any) -> None:
+        """Lay out the snapshot just written and the KRaft log the cluster's migration wrote (fetched read-only) for
+        the audit's diff (``snapshot.migration.paired.prepare_migration_of``)."""
         from kafka_zk_audit.airflow.hooks.zookeeper_files import cluster_kraft_files
-        from kafka_zk_audit.snapshot.migration.paired import verify_snapshot, write_unverified
+        from kafka_zk_audit.snapshot.migration.paired import prepare_migration_of
 
-        migration = self.migration or {}
-        try:
-            with cluster_kraft_files(migration) as staged:
-                self.log.info("migration diff of %s against the KRaft log at %s (Kafka %s)",
-                              manifest["snapshot_id"], staged.origin, migration.get("release"))
-                verify_snapshot(warehouse, manifest, migration, staged.data_dir,
-                                secrets_in_clear=self.options.copy_secrets)
-        except Exception as error:  # the ZooKeeper snapshot stands; the pair is reported unverified
-            reason = f"{type(error).__name__}: {error}"
-            self.log.exception("the migration diff of %s failed: %s", manifest["snapshot_id"], reason)
-            write_unverified(warehouse, manifest, migration, reason)
+        prepare_migration_of(warehouse, manifest, self.migration or {}, cluster_kraft_files, decoder=decoder,
+                             secrets_in_clear=self.options.copy_secrets, task_log=self.log)

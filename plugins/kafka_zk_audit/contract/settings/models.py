@@ -283,6 +283,9 @@ class ClusterMigrationConfig(_Section):
     release: MigrationRelease = "3.9"
     max_lag_records: Annotated[StrictInt, Field(ge=0)] = 10_000
     max_lag: Duration = timedelta(minutes=5)
+    # An Airflow connection whose password is the brokers' password.encoder.secret: the snapshot decodes their
+    # encoded password configs with it so that the diff compares them by fingerprint (never the secret itself here).
+    password_encoder_secret_conn_id: Text | None = None
 
 
 class HistoryConfig(_Section):

@@ -3,8 +3,9 @@
 ``zk_entries`` reads a ZooKeeper tree as the release's migration client reads it and gives the entries the KRaft log
 must hold (apache/kafka core/.../zk/ZkMigrationClient.scala and zk/migration/Zk*MigrationClient.scala);
 ``kraft_entries`` gives the entries of a replayed KRaft image. An entry is keyed by its kind and a canonical key;
-``value`` and ``extra`` are compared when both sides have them (None: not comparable, e.g. a password without
-``password.encoder.secret``, a partition epoch after the load). What differs only in form is made equal here:
+``value`` and ``extra`` are compared when both sides have them (None: not comparable, e.g. a password the snapshot
+could not decode with ``password.encoder.secret``, a partition epoch after the load; a decoded one is compared by
+the fingerprint of its clear text). What differs only in form is made equal here:
 topic ids as text, ``<default>`` = ``""`` (broker) = null (quota entity), sanitized names, quota values as numbers,
 ACLs by content (never their ids), a missing state znode or config znode. A KRaft form that Kafka writes but no
 broker can use (a sanitized quota name, ZooKeeper's encrypted password) is kept as a ``flag`` for a finding of its
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 
-from kafka_zk_audit.contract.secrets import ENCRYPTED_VALUE, FINGERPRINT_PREFIX, is_secret_config
+from kafka_zk_audit.contract.secrets import ENCRYPTED_VALUE, FINGERPRINT_PREFIX, decoded_fingerprint, is_secret_config
 from kafka_zk_audit.snapshot.kraft.image import MetadataImage
 from kafka_zk_audit.snapshot.kraft.render import OPERATIONS, PATTERN_TYPES, PERMISSIONS, RESOURCE_TYPES
 from kafka_zk_audit.snapshot.kraft.schema import uuid_to_str
@@ -167,8 +168,9 @@ def _zk_configs(tree: ZkTree, kind: str, zk_name: str, name: str) -> Iterator[En
     config = ((_load(node.data) or {}).get("config") or {}) if node is not None else {}
     for key, value in sorted(config.items()):
         secret = _secret_value(key, value)
-        shown = "(secret, fingerprinted)" if secret else _json(value)
-        yield Entry("config", _json([kind, name, key]), None if secret else str(value), None,
+        decoded = decoded_fingerprint(value) if secret else None
+        shown = (f"(decoded, {decoded})" if decoded else "(secret, fingerprinted)") if secret else _json(value)
+        yield Entry("config", _json([kind, name, key]), decoded if secret else str(value), None,
                     f"znode {path} {key} = {shown}", topic=name if kind == "topic" else None,
                     broker_id=int(name) if kind == "broker" and name.isdigit() else None, path=path)
 
@@ -285,7 +287,7 @@ def _kraft_configs(image: MetadataImage, release: Release, fingerprint: Callable
             secret = is_secret_config(key, value)
             flag = ENCRYPTED if secret and release >= (3, 5, 0) and encrypted.search(value) else None
             shown = fingerprint(value.encode()) if secret else value
-            yield Entry("config", _json([kind, name, key]), None if secret else value, None,
+            yield Entry("config", _json([kind, name, key]), shown, None,
                         _at(origin, "ConfigRecord", f"{key} = {shown}"), topic=name if kind == "topic" else None,
                         broker_id=int(name) if kind == "broker" and name.isdigit() else None, path=path, flag=flag)
 
