@@ -130,11 +130,12 @@ _CHECK = {"producer_ids_behind": "migration_diverged_producer_ids",
 
 def write_migration_log(tree: ZkTree, root: Path, release: str = "3.9", *, plants: Sequence[str] = (),
                         seed: int = 0, epoch: int = 5, controller_id: int = 3000,
-                        password_secret: str | None = None) -> MigrationLog:
+                        password_secret: str | None = None, compacted: Compaction | None = None) -> MigrationLog:
     """Write at ``root`` the metadata directory of the migration of ``tree`` (raw znodes, not fingerprinted) by
     Kafka ``release``, with ``plants`` (from ``PLANTS``) planted; see the module docstring. With
     ``password_secret`` (the controllers' ``password.encoder.secret``) encoded passwords are decoded as Kafka's
-    controller decodes them; without it they get a stand-in clear text (``decoded_password``)."""
+    controller decodes them; without it they get a stand-in clear text (``decoded_password``). ``compacted``: the
+    directory as a controller leaves it after snapshots, its log deleted before an offset (``Compaction``)."""
     unknown = set(plants) - set(PLANTS)
     if unknown:
         raise KeyError(f"no migration plant {sorted(unknown)}; known: {', '.join(PLANTS)}")
@@ -168,7 +169,7 @@ def write_migration_log(tree: ZkTree, root: Path, release: str = "3.9", *, plant
         _dual_writes_after(w, tree)
     else:
         reached = w.offset - 1
-    _write_dir(root, w, epoch, controller_id, mv)
+    _write_dir(root, w, epoch, controller_id, mv, compacted)
     if w.plants:
         raise ValueError(f"the tree has nothing to plant {sorted(w.plants)} on")
     return MigrationLog(root, release, load_end, reached, epoch, controller_id, w.planted)
@@ -360,15 +361,47 @@ def _dual_writes_after(w: _Writer, tree: ZkTree) -> None:
         w.add([(NO_OP, 0, {})], gap_ms=30_000)
 
 
-def _write_dir(root: Path, w: _Writer, epoch: int, controller_id: int, mv: int) -> None:
+@dataclass(frozen=True)
+class Compaction:
+    """A log compacted as KafkaMetadataLog leaves it: a ``.checkpoint`` of the state before each of
+    ``checkpoints`` (end offsets), and the segments before ``log_start`` deleted (the first batch starting at or
+    after it is the log's first)."""
+
+    checkpoints: tuple[int, ...]
+    log_start: int
+
+
+def _write_checkpoints(partition: Path, w: _Writer, epoch: int, ends: Sequence[int]) -> None:
+    """Each checkpoint holds the records (not the control records nor transaction markers) before its end."""
+    for end in ends:
+        records, offset, time = [], 0, T0
+        for batch, control, gap_ms in w.batches:
+            time += gap_ms
+            for record in batch:
+                if offset < end and not control and record[0] not in (BEGIN, END):
+                    records.append(record)
+                offset += 1
+            if offset >= end:
+                break
+        write_checkpoint(partition, records, end, epoch, timestamp=time)
+
+
+def _write_dir(root: Path, w: _Writer, epoch: int, controller_id: int, mv: int,
+               compacted: Compaction | None = None) -> None:
     partition = root / "__cluster_metadata-0"
     partition.mkdir(parents=True, exist_ok=True)
     encoded, offset, time = [], 0, T0
+    log_start = compacted.log_start if compacted else 0
+    first = None
     for records, control, gap_ms in w.batches:
         time += gap_ms
-        encoded.append(build_batch(records, offset, epoch, time, control=control))
+        if offset >= log_start:
+            first = offset if first is None else first
+            encoded.append(build_batch(records, offset, epoch, time, control=control))
         offset += len(records)
-    write_segment(partition, encoded)
+    write_segment(partition, encoded, base_offset=first)
+    if compacted:
+        _write_checkpoints(partition, w, epoch, compacted.checkpoints)
     (root / "meta.properties").write_text(f"node.id={controller_id}\ndirectory.id={uuid('dir', 'controller')}\n"
                                           "version=1\ncluster.id=mIgRaTeDcLuStEr000001\n")
     (partition / "quorum-state").write_text(json.dumps(

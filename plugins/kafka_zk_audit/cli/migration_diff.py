@@ -6,17 +6,25 @@
 
 The ZooKeeper side is read live (getData and getChildren only; credentials from ``KAFKA_ZK_AUDIT_ZK_AUTH``) or
 rebuilt from ZooKeeper's files; the KRaft side is replayed from a controller's metadata directory up to the offset
-``/migration`` names. Secrets are fingerprinted with a key made for this run only and never printed. Exit codes:
-0 the two match (migration verified), 1 they diverge (each divergence printed with both sides' evidence), 2 usage
-or connection error, 3 the files could not be read.
+``/migration`` names. Secrets are fingerprinted with a key made for this run only and never printed; with the
+brokers' ``password.encoder.secret`` in ``KAFKA_ZK_AUDIT_PASSWORD_ENCODER_SECRET`` (never an argument), encoded
+broker passwords are decoded and compared by the fingerprint of their clear text, else by key. Exit codes: 0 the
+two match (migration verified), 1 they diverge (each divergence printed with both sides' evidence), 2 usage or
+connection error, 3 the files could not be read.
+
+``paired_snapshot`` is the ``snapshot`` stage of a cluster the settings pair with its KRaft log: the snapshot taken
+with the brokers' secret (the password of ``migration.password_encoder_secret_conn_id``), then both sides laid out
+for the audit's diff, as the DAG's snapshot task does.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 from kafka_zk_audit.cli.common import EXIT_INCOMPLETE, EXIT_USAGE, check_reachable, fail
@@ -26,6 +34,61 @@ from kafka_zk_audit.snapshot.migration.diff import DEFAULT_MAX_LAG_MS, DEFAULT_M
 SCRATCH_SNAPSHOT = "20000101T000000Z-migration-diff"  # the one snapshot of the scratch warehouse
 
 EXIT_VERIFIED, EXIT_DIVERGED = 0, 1
+SECRET_ENV = "KAFKA_ZK_AUDIT_PASSWORD_ENCODER_SECRET"
+
+
+class PairedSetupError(ValueError):
+    """A paired cluster's settings that cannot be used (its secret's connection missing or empty)."""
+
+
+def env_decoder() -> Any:
+    """A decoder of the brokers' password.encoder.secret from ``KAFKA_ZK_AUDIT_PASSWORD_ENCODER_SECRET``, or None."""
+    from kafka_zk_audit.snapshot.password_encoder import PasswordDecoder
+
+    secret = os.environ.get(SECRET_ENV)
+    return PasswordDecoder(secret) if secret else None
+
+
+def paired_decoder(migration: dict[str, Any] | None, connection: Callable[[str], dict[str, Any] | None]) -> Any:
+    """The decoder of a paired cluster's ``password_encoder_secret_conn_id`` (its connection's password, looked up
+    with ``connection``)."""
+    conn_id = (migration or {}).get("password_encoder_secret_conn_id")
+    if not conn_id:
+        return None
+    from kafka_zk_audit.snapshot.password_encoder import PasswordDecoder
+
+    secret = (connection(conn_id) or {}).get("password")
+    if not secret:
+        raise PairedSetupError(f"connection {conn_id!r} (migration.password_encoder_secret_conn_id) is missing or "
+                               "has no password: set its password to the brokers' password.encoder.secret")
+    return PasswordDecoder(secret)
+
+
+def paired_snapshot(cfg: Any, cluster: str | None, warehouse: Any, options: Any,
+                    write: Callable[[Any], dict[str, Any]],
+                    connection: Callable[[str], dict[str, Any] | None]) -> dict[str, Any]:
+    """``write(decoder)`` the snapshot, then, for a cluster the settings pair with its KRaft log, lay both sides
+    out for the audit's diff (the verdict's summary on stderr); the manifest."""
+    from kafka_zk_audit.cli.common import say
+    from kafka_zk_audit.snapshot.kraft.sources import kraft_files
+    from kafka_zk_audit.snapshot.migration.paired import prepare_migration_of
+    from kafka_zk_audit.snapshot.targets import migration_target
+
+    paired = next((c for c in (cfg.clusters if cfg else ()) if c.name == cluster and c.migration), None)
+    migration = migration_target(paired.migration) if paired else None
+    decoder = paired_decoder(migration, connection)
+    manifest = write(decoder)
+    if migration is not None:
+        def fetch(target: dict[str, Any]) -> Any:
+            if target.get("sftp_conn_id"):
+                raise PairedSetupError("a KRaft directory over SFTP is fetched by the DAG's snapshot task (its SFTP "
+                                       "connection); give the stage a local folder or an fsspec URL")
+            return kraft_files(str(target["metadata_dir"]))
+
+        verdict = prepare_migration_of(warehouse, manifest, migration, fetch, decoder=decoder,
+                                       secrets_in_clear=options.copy_secrets)
+        say(f"{cluster}: {verdict['summary']}")
+    return manifest
 
 
 def add_parser(sub: Any) -> None:
@@ -71,7 +134,7 @@ def _tree(args: argparse.Namespace, fingerprint: Any, scratch: str) -> tuple[dic
     client = KazooClient(**settings.kazoo_kwargs())
     client.start(timeout=settings.timeout)
     try:
-        write_snapshot(client, settings, warehouse, SCRATCH_SNAPSHOT)
+        write_snapshot(client, settings, warehouse, SCRATCH_SNAPSHOT, decoder=env_decoder())
     finally:
         client.stop()
         client.close()
@@ -96,13 +159,15 @@ def _compared(args: argparse.Namespace, scratch: str) -> int:
     from kafka_zk_audit.snapshot.migration.diff import verify_migration
     from kafka_zk_audit.snapshot.secrets import Fingerprinter, warehouse_key
 
-    fingerprinter = Fingerprinter(warehouse_key(Warehouse(scratch)))
+    decoder = env_decoder()
+    fingerprinter = Fingerprinter(warehouse_key(Warehouse(scratch)), decoder)
     try:
         tree, problem = _tree(args, fingerprinter, scratch)
         if tree is None:
             return fail(EXIT_USAGE, problem or "no ZooKeeper tree")
         limits = LagLimits(records=args.max_lag_records, ms=int(args.max_lag_seconds * 1000))
-        verification = verify_migration(tree, args.from_kraft, args.release, fingerprinter.fingerprint, limits)
+        verification = verify_migration(tree, args.from_kraft, args.release, fingerprinter.fingerprint, limits,
+                                        decoding=decoder is not None)
     except (OSError, ValueError) as error:  # KraftError, OfflineFilesError: unreadable files
         return fail(EXIT_INCOMPLETE, f"cannot compare: {error}")
     if args.json:

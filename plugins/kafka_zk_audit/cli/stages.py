@@ -1,12 +1,13 @@
 """``kafka-zk-audit snapshot | audit | reaudit | readiness``: one stage at a time, without Airflow.
 
-``snapshot`` walks one ensemble into the warehouse and prints its manifest; ``audit`` runs the packaged
-Spark app on one stored snapshot and prints its ``audit.json``; ``reaudit`` re-runs every check over the
-stored snapshots in one Spark app (``kafka_zk_audit.audit.reaudit``) and prints what it found; ``readiness``
-snapshots and audits one ensemble for a KRaft migration and prints its readiness report
-(``kafka_zk_audit.report.readiness``). JSON goes to stdout, progress and Spark's log to stderr. Exit codes as
-for ``run``: 0 done (``readiness``: ready, with or without warnings), 1 ``readiness``: blocked, 2 usage,
-settings or connection error (before anything starts), 3 could not complete.
+``snapshot`` walks one ensemble into the warehouse and prints its manifest (a cluster paired with its KRaft log:
+both sides laid out for the audit's migration diff, as the DAG does); ``audit`` runs the packaged Spark app on one
+stored snapshot and prints its ``audit.json``; ``reaudit`` re-runs every check over the stored snapshots in one
+Spark app (``kafka_zk_audit.audit.reaudit``) and prints what it found; ``readiness`` snapshots and audits one
+ensemble for a KRaft migration and prints its readiness report (``kafka_zk_audit.report.readiness``). JSON goes to
+stdout, progress and Spark's log to stderr. Exit codes as for ``run``: 0 done (``readiness``: ready, with or without
+warnings), 1 ``readiness``: blocked, 2 usage, settings or connection error (before anything starts), 3 could not
+complete.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from kafka_zk_audit.cli.common import (
     say,
 )
 from kafka_zk_audit.cli.history import add_parser as add_history_parser
+from kafka_zk_audit.cli.migration_diff import paired_snapshot
 from kafka_zk_audit.cli.spark import spark_app, spark_submit, submit_for_summary
 from kafka_zk_audit.contract.settings import AuditConfig, SettingsError, load_config
 from kafka_zk_audit.contract.warehouse import Warehouse, default_warehouse, validate_snapshot_id
@@ -48,9 +50,7 @@ def _settings_file(config: str | None) -> tuple[AuditConfig | None, str | None, 
         cfg = load_config(config)
     except SettingsError as exc:
         return None, None, str(exc)
-    if not config:
-        return cfg, None, None
-    return cfg, config if "://" in config else str(Path(config).resolve()), None
+    return cfg, (config if not config or "://" in config else str(Path(config).resolve())) or None, None
 
 
 # -- ZooKeeper connection settings ---------------------------------------------------------------
@@ -195,7 +195,8 @@ def take_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | None, int]
                                        f"{exc or type(exc).__name__}")
     say(f"snapshot of {settings.ensemble} as {settings.identity} into {warehouse.root}")
     try:
-        manifest = write_new_snapshot(client, settings, warehouse, cluster, options, progress, cluster=cluster)
+        manifest = paired_snapshot(cfg, cluster, warehouse, options, lambda dec: write_new_snapshot(
+            client, settings, warehouse, cluster, options, progress, cluster=cluster, decoder=dec), airflow_connection)
     except Exception as exc:
         return None, fail(EXIT_INCOMPLETE, f"the snapshot could not complete: {type(exc).__name__}: {exc}")
     finally:
@@ -249,10 +250,10 @@ def take_offline_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any] | No
     warehouse, options = _writing_to(args, cfg)
     say(f"snapshot rebuilt from the files in {source} into {warehouse.root}")
     try:
-        manifest = write_new_offline_snapshot(
+        manifest = paired_snapshot(cfg, cluster, warehouse, options, lambda dec: write_new_offline_snapshot(
             str(Path(source).resolve()), warehouse, cluster, log_dir=args.log_dir and str(Path(args.log_dir).resolve()),
-            at_zxid=at_zxid, at_time=at_time, options=options, cluster=cluster, progress=say,
-        )
+            at_zxid=at_zxid, at_time=at_time, options=options, cluster=cluster, progress=say, decoder=dec),
+            airflow_connection)
     except OfflineFilesError as exc:
         return None, fail(EXIT_USAGE, f"the files cannot give a trustworthy tree: {exc}")
     except Exception as exc:

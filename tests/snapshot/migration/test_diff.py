@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from kafka_zk_audit.snapshot.migration.diff import LagLimits, verify_migration
+from kafka_zk_audit.snapshot.migration.diff import LagLimits, Unverifiable, verify_migration
 from kafka_zk_audit.snapshot.migration.tree import ZkNode, tree_from_files
 from kafka_zk_audit.snapshot.secrets import Fingerprinter
-from kafka_zk_audit_testing.migration_log import PLANTS, tree_from_kazoo, write_migration_log
+from kafka_zk_audit_testing.migration_log import PLANTS, Compaction, tree_from_kazoo, write_migration_log
 from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
 from kafka_zk_audit_testing.simulator.readiness_writes import encrypted_password
 from kafka_zk_audit_testing.simulator.spec import ERAS
@@ -134,6 +134,40 @@ def test_an_offset_past_the_log_is_a_state_divergence(trees, tmp_path: Path):
     verification = verify_migration(_scrubbed(trees["3.x"], log.migration_znode()), tmp_path, "3.9",
                                     FINGERPRINTER.fingerprint)
     assert [f.check_id for f in verification.findings] == ["migration_diverged_state"]
+
+
+def test_a_batch_epoch_that_is_not_zookeepers_is_a_divergence(trees, tmp_path: Path):
+    log = write_migration_log(trees["3.x"], tmp_path, "3.9", epoch=7)
+    same = verify_migration(_scrubbed(trees["3.x"], log.migration_znode()), tmp_path, "3.9",
+                            FINGERPRINTER.fingerprint)
+    assert same.verified
+    other = verify_migration(_scrubbed(trees["3.x"], log.migration_znode(metadata_epoch=6)), tmp_path, "3.9",
+                             FINGERPRINTER.fingerprint)
+    assert [(f.check_id, f.path) for f in other.findings] == [("migration_diverged_offset_epoch", "/migration")]
+    assert "kraft_metadata_epoch 6" in other.findings[0].detail and "leader epoch 7" in other.findings[0].detail
+
+
+def test_a_log_truncated_past_the_offset_is_compared_with_the_newest_checkpoint_before_it(trees, tmp_path: Path):
+    """The dual writes stopped at O: the controller then took a snapshot past O and deleted the log before it; an
+    older snapshot (two NoOps before O) is the state to compare with, and the verdict says so."""
+    plain = write_migration_log(trees["3.x"], tmp_path / "plain", "3.9", plants=["dual_write_stopped"])
+    at = plain.migration_offset
+    log = write_migration_log(trees["3.x"], tmp_path / "kept", "3.9", plants=["dual_write_stopped"],
+                              compacted=Compaction(checkpoints=(at - 1, at + 3), log_start=at + 3))
+    assert log.migration_offset == at
+    tree = _scrubbed(trees["3.x"], log.migration_znode())
+    verification = verify_migration(tree, tmp_path / "kept", "3.9", FINGERPRINTER.fingerprint,
+                                    LagLimits(records=1000, ms=3_600_000))
+    assert verification.verified and verification.offset == at
+    assert any(f"newest checkpoint at or before it, at offset {at - 2}" in note for note in verification.notes)
+    assert verification.equal == verify_migration(tree, tmp_path / "plain", "3.9", FINGERPRINTER.fingerprint,
+                                                  LagLimits(records=1000, ms=3_600_000)).equal
+
+    gone = write_migration_log(trees["3.x"], tmp_path / "gone", "3.9", plants=["dual_write_stopped"],
+                               compacted=Compaction(checkpoints=(at + 3,), log_start=at + 3))
+    with pytest.raises(Unverifiable, match=f"truncated past /migration's kraft_metadata_offset {at}"):
+        verify_migration(_scrubbed(trees["3.x"], gone.migration_znode()), tmp_path / "gone", "3.9",
+                         FINGERPRINTER.fingerprint)
 
 
 @pytest.mark.parametrize(("folder", "chroot"), REAL_TREES, ids=[folder.split("/")[0] for folder, _ in REAL_TREES])

@@ -39,7 +39,7 @@ class LagLimits:
     ms: int = DEFAULT_MAX_LAG_MS
 
 
-class Unverifiable(Exception):
+class Unverifiable(ValueError):
     """The KRaft side cannot give the state ZooKeeper reflects (the message says why and what to do)."""
 
 
