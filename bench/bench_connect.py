@@ -1,28 +1,26 @@
-"""Would a long-lived Spark Connect server make the event-driven audit faster than a cold spark-submit app?
+"""Does a long-lived Spark Connect server make the event-driven audit faster than a cold spark-submit app?
 
-    .venv/bin/python bench/bench_connect.py [--rounds 3] [--topics 8 --partitions 4 --brokers 3]
+    .venv/bin/python bench/bench_connect.py [--rounds 3] [--topics 8 --partitions 4 --brokers 3] [--write-docs]
 
 A private ZooKeeper on 127.0.0.1 holds one simulated 3.x cluster (``bench/profile_audit.py``'s), snapshotted into a
-warehouse. A Spark Connect server (``org.apache.spark.sql.connect.service.SparkConnectServer`` through
-spark-submit, ``local[*]``, the audit task's --conf) is started once, as a long-lived component would be, and its
-start is timed until its port answers. One audit through it warms its JVM up (the first event after the server
-starts). Then, ``--rounds`` times, alternated: the cold audit app (spark-submit, as the DAG's audit task runs it) and
-an audit through the warm server from a fresh Python process (imports, the session, the audit: what an event-driven
-audit task would run), each on a fresh warehouse, wall and CPU of the processes this bench starts (the server's CPU
-read from /proc). The figures of both paths are compared, with their findings.
-
-The audit code reaches the classic session's JVM in two places, neither needed for the audit's result: the phase
-clock's job counter and the collected tables' task count. The client stubs both (the measurement only).
+warehouse. The package's Spark Connect server (``kafka_zk_audit.audit.connect.ConnectServer``, what
+``kafka-zk-audit connect-server start`` runs) is started once, as the long-lived component is, and its start is timed
+until it answers a Spark Connect ping. One audit through it warms its JVM up (the first event after the server
+starts). Then, ``--rounds`` times, alternated: the cold audit app (spark-submit, as the DAG's default audit task runs
+it) and an audit through the warm server from a fresh Python process running what the event DAG's Connect audit task
+runs (``connect_session`` + ``audit_snapshots``: the imports, a new session, the audit), each on a fresh warehouse,
+wall and CPU of the processes this bench starts (the server's CPU read from /proc). The figures of both paths are
+compared, with their findings. ``--write-docs`` replaces the block between ``<!-- bench_connect:begin -->`` and
+``<!-- bench_connect:end -->`` in docs/performance.md with the table.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -33,7 +31,8 @@ from typing import Any
 from bench_audit_counts import app_env, children_cpu, fresh_warehouse, snapshotted, submit
 
 REPO = Path(__file__).resolve().parents[1]
-SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+PERFORMANCE = REPO / "docs" / "performance.md"
+BLOCK_BEGIN, BLOCK_END = "<!-- bench_connect:begin -->", "<!-- bench_connect:end -->"
 
 
 def process_cpu(pid: int) -> float:
@@ -71,43 +70,27 @@ def _descends(pid: int, ancestor: int, parent: int) -> bool:
     return False
 
 
-def start_server(port: int, log: Path) -> tuple[subprocess.Popen[bytes], float]:
-    """The Connect server through spark-submit; returns it and the seconds until its port answered."""
-    from kafka_zk_audit.audit.session import submit_conf
+def start_server(work: Path) -> tuple[Any, float]:
+    """The package's Connect server on a free loopback port; returns it and the seconds until it answered a ping."""
+    from kafka_zk_audit.audit.connect import ConnectServer
+    from kafka_zk_audit_testing.zk_server import free_port
 
-    confs = [item for key, value in {**submit_conf(), "spark.connect.grpc.binding.port": str(port),
-                                     "spark.connect.grpc.binding.address": "127.0.0.1"}.items()
-             for item in ("--conf", f"{key}={value}")]
-    args = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[*]", *confs, "--class",
-            SERVER_CLASS, "spark-internal"]
     began = time.monotonic()
-    server = subprocess.Popen(args, stdout=log.open("wb"), stderr=subprocess.STDOUT, env=app_env(),
-                              start_new_session=True)
-    while time.monotonic() - began < 180:
-        if server.poll() is not None:
-            raise SystemExit(f"the Connect server exited ({server.returncode}); see {log}")
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return server, time.monotonic() - began
-        time.sleep(0.2)
-    raise SystemExit(f"the Connect server did not answer in 180 s; see {log}")
+    server = ConnectServer(work / "connect-server", port=free_port()).start()
+    return server, time.monotonic() - began
 
 
 def client(url: str, root: str, snapshot_id: str) -> int:
-    """One audit through the Connect server at ``url`` (run in a fresh process): prints its findings count."""
-    from pyspark.sql import SparkSession
-
-    import kafka_zk_audit.audit.job as job
-    import kafka_zk_audit.audit.keyed_io as keyed_io
+    """One audit through the Connect server at ``url`` (run in a fresh process), as the event DAG's Connect audit
+    task runs it: prints its findings count."""
+    from kafka_zk_audit.audit.connect import audit_snapshots
+    from kafka_zk_audit.audit.session import connect_session
     from kafka_zk_audit.contract.warehouse import Warehouse
 
-    job.PhaseClock.__init__ = lambda self, spark: setattr(self, "phases", {})  # type: ignore[method-assign]
-    job.PhaseClock._jobs = lambda self: 0  # type: ignore[method-assign]
-    connect_session = type(SparkSession.builder.remote(url).getOrCreate())
-    connect_session.sparkContext = property(lambda self: type("Context", (), {"defaultParallelism": 2})())
-    spark = SparkSession.builder.remote(url).getOrCreate()
-    assert keyed_io.collect_all_at_once
-    results = job.run_audit(spark, Warehouse(root), [snapshot_id], None)
+    with connect_session(url) as spark:
+        results, failed = audit_snapshots(spark, Warehouse(root), [snapshot_id], None)
+    if failed:
+        return 1
     print("bench-connect " + json.dumps({sid: r["findings"] for sid, r in results.items()}), flush=True)
     return 0
 
@@ -116,7 +99,7 @@ def run_client(url: str, root: str, snapshot_id: str, log: Path) -> dict[str, An
     launched, cpu = time.monotonic(), children_cpu()
     with log.open("wb") as out:
         code = subprocess.run([sys.executable, __file__, "--client", url, root, snapshot_id], stdout=out,
-                              stderr=subprocess.STDOUT, env={**app_env(), "SPARK_CONNECT_MODE_ENABLED": "1"}).returncode
+                              stderr=subprocess.STDOUT, env=app_env()).returncode
     if code != 0:
         raise SystemExit(f"the Connect client failed (exit {code}); see {log}")
     found = next(line for line in log.read_text().splitlines() if line.startswith("bench-connect "))
@@ -132,52 +115,74 @@ def main() -> int:
     parser.add_argument("--brokers", type=int, default=3)
     parser.add_argument("--groups", type=int, default=2)
     parser.add_argument("--client", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--write-docs", action="store_true",
+                        help="replace the bench_connect block of docs/performance.md with this run's table")
     args = parser.parse_args()
     if args.client:
         return client(*args.client)
 
-
-    from kafka_zk_audit_testing.zk_server import free_port
-
     work, warehouse, snapshot_id = snapshotted("connect", args)
     snapshots = Path(warehouse.snapshot_dir(snapshot_id)).parent
-    print(f"snapshot {snapshot_id}; {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; logs in {work}", flush=True)
-    port = free_port()
-    server, started = start_server(port, work / "server.log")
-    url = f"sc://127.0.0.1:{port}"
+    load = os.getloadavg()[0]
+    print(f"snapshot {snapshot_id}; {os.cpu_count()} cores, load {load:.1f}; logs in {work}", flush=True)
+    server, started = start_server(work)
     cold, warm = [], []
     try:
         server_cpu = tree_cpu(server.pid)
         print(f"  Connect server up in {started:.1f} s ({server_cpu:.1f} CPU-s)", flush=True)
-        first = run_client(url, fresh_warehouse(work, snapshots, "connect-first"), snapshot_id, work / "first.log")
+        first = run_client(server.url, fresh_warehouse(work, snapshots, "connect-first"), snapshot_id,
+                           work / "first.log")
         print(f"  first audit through the server: {first['wall']:.1f} s", flush=True)
         for attempt in range(args.rounds):
             root = fresh_warehouse(work, snapshots, f"cold-{attempt}")
             app = REPO / "spark_apps" / "audit_snapshot.py"
             cold.append(submit(app, ["--warehouse", root, "--snapshot-id", snapshot_id], work / f"cold-{attempt}.log"))
             before = tree_cpu(server.pid)
-            run = run_client(url, fresh_warehouse(work, snapshots, f"warm-{attempt}"), snapshot_id,
+            run = run_client(server.url, fresh_warehouse(work, snapshots, f"warm-{attempt}"), snapshot_id,
                              work / f"warm-{attempt}.log")
             run["cpu"] += tree_cpu(server.pid) - before
             warm.append(run)
             print(f"  round {attempt + 1}: cold spark-submit {cold[-1]['wall']:.1f} s / {cold[-1]['cpu']:.1f} CPU-s, "
                   f"warm Connect server {run['wall']:.1f} s / {run['cpu']:.1f} CPU-s", flush=True)
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=60)
+        server.stop()
     findings = json.loads(Path(work / "cold-0" / "runs" / snapshot_id / "audit.json").read_text())["findings"]
     same = all(run["findings"] == {snapshot_id: findings} for run in [first, *warm])
-    cold_wall, warm_wall = statistics.median(r["wall"] for r in cold), statistics.median(r["wall"] for r in warm)
-    cold_cpu, warm_cpu = statistics.median(r["cpu"] for r in cold), statistics.median(r["cpu"] for r in warm)
-    print(f"\n| audit of one small snapshot, medians of {args.rounds} alternated | wall | CPU (client + server) |"
-          "\n|---|---|---|")
-    print(f"| cold spark-submit app | {cold_wall:.1f} s | {cold_cpu:.1f} s |")
-    print(f"| fresh client on a warm Connect server | {warm_wall:.1f} s ({warm_wall / cold_wall:.2f}×) | "
-          f"{warm_cpu:.1f} s ({warm_cpu / cold_cpu:.2f}×) |")
-    print(f"| Connect server start (once), first audit through it | {started:.1f} s, {first['wall']:.1f} s | – |")
+    table = figures_table(cold, warm, started, first, args.rounds)
+    print("\n" + table)
     print(f"\nthe same findings on both paths: {same}")
+    if args.write_docs and same:
+        where = (f"Measured by `bench/bench_connect.py --rounds {args.rounds}` on {datetime.date.today()} at commit "
+                 f"`{commit()}`, {os.cpu_count()} cores, load average {load:.1f} at its start")
+        replace_block(PERFORMANCE, f"{where}; the same findings on both paths ({findings} findings).\n\n{table}\n")
     shutil.rmtree(work / "zk", ignore_errors=True)
     return 0 if same else 1
+
+
+def figures_table(cold: list[dict[str, Any]], warm: list[dict[str, Any]], started: float, first: dict[str, Any],
+                  rounds: int) -> str:
+    cold_wall, warm_wall = statistics.median(r["wall"] for r in cold), statistics.median(r["wall"] for r in warm)
+    cold_cpu, warm_cpu = statistics.median(r["cpu"] for r in cold), statistics.median(r["cpu"] for r in warm)
+    return "\n".join([
+        f"| audit of one small snapshot, medians of {rounds} alternated | wall | CPU (client + server) |",
+        "|---|---|---|",
+        f"| cold spark-submit app (the default audit task) | {cold_wall:.1f} s | {cold_cpu:.1f} s |",
+        f"| fresh client on a warm Connect server (the event DAG's Connect audit task) | {warm_wall:.1f} s "
+        f"(**{warm_wall / cold_wall:.2f}×**) | {warm_cpu:.1f} s ({warm_cpu / cold_cpu:.2f}×) |",
+        f"| Connect server start until it answers a ping (once); the first audit through it | {started:.1f} s; "
+        f"{first['wall']:.1f} s | – |",
+    ])
+
+
+def commit() -> str:
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
+
+
+def replace_block(path: Path, text: str) -> None:
+    content = path.read_text()
+    begin, end = content.index(BLOCK_BEGIN) + len(BLOCK_BEGIN), content.index(BLOCK_END)
+    path.write_text(content[:begin] + "\n" + text + content[end:])
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from kafka_zk_audit.airflow.notifications.task_failure import GateVerdictFailure, TaskFailureNotifier
 from kafka_zk_audit.airflow.operators.audit_gate import AuditGateOperator
+from kafka_zk_audit.airflow.operators.audit_spark_connect import AuditSparkConnectOperator
 from kafka_zk_audit.airflow.operators.audit_spark_submit import AuditSparkSubmitOperator
 from kafka_zk_audit.airflow.operators.zookeeper_history import ZooKeeperHistoryOperator
 from kafka_zk_audit.airflow.operators.zookeeper_snapshot import ZooKeeperSnapshotOperator
@@ -44,13 +45,15 @@ Kafka metadata changed. The triggerer watches every cluster (the settings' ``eve
 debounced, updates the cluster's Asset ``kafka-zk-audit-watch://<cluster>``, which starts this DAG; so does the end
 of a pending finding's ``for``. Same warehouse, history and alert state as the scheduled DAG (the safety net). It
 watches only clusters read from their ensemble, which have no ZooKeeper files to read a history from: it has no
-history task (one task less between the change and its alert)."""
+history task (one task less between the change and its alert). With the settings' ``events.spark_connect_conn_id``,
+its audit runs through that long-lived Spark Connect server (spark-submit when the server does not answer)."""
 CONFIG_ENV = "KAFKA_ZK_AUDIT_CONFIG"
 ASSET_ALIAS = "kafka_zk_audit_clusters"
 # spark-submit's --snapshot-ids: the one place the run's list of snapshot ids becomes text
 SNAPSHOT_IDS_ARG = "{{ snapshot_ids_arg(ti) }}"
 WAREHOUSE = "{{ resolve_warehouse(params.warehouse) }}"
 AUDIT_CONFIG = "{{ params.audit_config or '' }}"
+TARGET_VERSION = "{{ params.target_version or '' }}"
 START_DATE = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -131,10 +134,12 @@ def build_dag(settings_path: str | None = None) -> DAG:
 
 
 def _audit_dag(dag_id: str, description: str, schedule: Any, settings_path: str | None, cfg: AuditConfig,
-               plan: Callable[..., list[dict[str, Any]]], doc_md: str | None, *, with_history: bool = True) -> DAG:
+               plan: Callable[..., list[dict[str, Any]]], doc_md: str | None, *, with_history: bool = True,
+               connect_conn_id: str | None = None) -> DAG:
     """A DAG of the audit's stages (snapshot, audit, gate, history, summary, retention, verdict) over the clusters
     its ``clusters`` task (``plan``) returns: the scheduled DAG and the event-driven one share them (the event-driven
-    one without ``history``: ``with_history=False``)."""
+    one without ``history``: ``with_history=False``; its audit through the Spark Connect server of
+    ``connect_conn_id`` when the settings name one)."""
     failure_alert = TaskFailureNotifier(audit_config=AUDIT_CONFIG)
     with DAG(
         dag_id=dag_id,
@@ -176,19 +181,25 @@ def _audit_dag(dag_id: str, description: str, schedule: Any, settings_path: str 
             map_index_template="{{ task.cluster }}",  # the UI and the task's log name the cluster
             **cfg.snapshot.model_dump(),
         ).expand_kwargs(targets)
-        audit = AuditSparkSubmitOperator(
+        submit = dict(
             task_id="audit",
             trigger_rule="all_done",
             spark_conn_id="{{ params.spark_conn_id }}",
             application=spark_app_path(),
             name="kafka-zk-audit",
             application_args=["--warehouse", WAREHOUSE, "--snapshot-ids", SNAPSHOT_IDS_ARG, "--config", AUDIT_CONFIG,
-                              "--target-version", "{{ params.target_version or '' }}"],
+                              "--target-version", TARGET_VERSION],
             # Spark settings come from the Spark connection (master, deploy mode, queue) and the
             # app itself (kafka_zk_audit.audit.session: loopback driver for local masters only, the driver JVM's
             # options).
             conf=submit_conf(),
         )
+        if connect_conn_id:  # through a warm Spark Connect server; spark-submit when it does not answer
+            audit = AuditSparkConnectOperator(
+                connect_conn_id=connect_conn_id, warehouse=WAREHOUSE, snapshot_ids=SNAPSHOT_IDS_ARG,
+                audit_config=AUDIT_CONFIG, target_version=TARGET_VERSION, **submit)
+        else:
+            audit = AuditSparkSubmitOperator(**submit)
         gate = AuditGateOperator(
             task_id="gate",
             trigger_rule="all_done",  # validate the clusters whose audit completed, even if another's failed
@@ -312,4 +323,5 @@ def build_event_dag(settings_path: str | None = None) -> DAG | None:
         return [t for t in targets if t["cluster"] in (changed or names)]  # a manual run: every watched cluster
 
     return _audit_dag(EVENTS_DAG_ID, "Audit the clusters whose Kafka metadata changed, when it changes",
-                      AssetAny(*assets), settings_path, cfg, plan, EVENTS_DOC, with_history=False)
+                      AssetAny(*assets), settings_path, cfg, plan, EVENTS_DOC, with_history=False,
+                      connect_conn_id=cfg.events.spark_connect_conn_id)

@@ -45,7 +45,7 @@ from kafka_zk_audit.audit.keyed_io import (
 from kafka_zk_audit.audit.normalize import normalize
 from kafka_zk_audit.audit.paired import paired_verdicts, with_paired_findings
 from kafka_zk_audit.audit.readiness import SnapshotReadiness, audit_readiness, write_audit_migration
-from kafka_zk_audit.audit.session import size_spark_to
+from kafka_zk_audit.audit.session import is_connect, size_spark_to
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
 from kafka_zk_audit.contract.drift import DRIFT_TABLE
 from kafka_zk_audit.contract.schemas import DRIFT, FINDINGS, KEY, SNAPSHOT, TABLES
@@ -67,16 +67,17 @@ def audit_table_name(entity: str) -> str:
 
 class PhaseClock:
     """Wall seconds and Spark jobs per phase of one audit, logged at INFO as one ``profile {json}`` line
-    (``bench/profile_audit.py`` reads it)."""
+    (``bench/profile_audit.py`` reads it). On a Spark Connect session (no JVM in this process) the jobs are not
+    counted (0)."""
 
     def __init__(self, spark: SparkSession) -> None:
         # the JVM's tracker: PySpark's copies the ids of every job the session kept (up to 1,000) one JVM round trip
         # each, where the length of the JVM's array is one
-        self._tracker = spark.sparkContext._jsc.statusTracker()
+        self._tracker = None if is_connect(spark) else spark.sparkContext._jsc.statusTracker()
         self.phases: dict[str, dict[str, float]] = {}
 
     def _jobs(self) -> int:
-        return len(self._tracker.getJobIdsForGroup(None))
+        return 0 if self._tracker is None else len(self._tracker.getJobIdsForGroup(None))
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:

@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructField, StructType
 
 from kafka_zk_audit.audit import sql_text
+from kafka_zk_audit.audit.session import default_parallelism
 from kafka_zk_audit.audit.unions import union_all
 from kafka_zk_audit.contract.schemas import KEY, keyed
 from kafka_zk_audit.contract.warehouse import Warehouse
@@ -141,7 +142,7 @@ def collect_all_at_once(frames: Mapping[str, DataFrame]) -> dict[str, Any]:
     united = union_all(parts, by_name=False)
     # one task per core: the union has a partition per table and snapshot file (52 for one snapshot, 102 for eleven),
     # and every task deserializes the plan of all the tables, which took most of the job's time
-    rows = united.coalesce(united.sparkSession.sparkContext.defaultParallelism).toArrow()
+    rows = united.coalesce(default_parallelism(united.sparkSession)).toArrow()
     collected = {}
     for index, name in enumerate(frames):
         file_fields = [StructField(f.name, f.dataType, True) for f in frames[name].schema.fields if f.name != KEY]

@@ -224,6 +224,58 @@ def get_spark(app_name: str, master: str | None = None, shuffle_partitions: int 
     return spark
 
 
+def is_connect(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect client's session (no JVM in this process: no ``sparkContext``)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def default_parallelism(spark: SparkSession) -> int:
+    """The default number of partitions of ``spark``'s master: the context's on a classic session; on a Spark Connect
+    session, ``spark.default.parallelism`` when the server sets it, else the cores of a local master (``local[N]``;
+    this machine's for ``local[*]``: a Connect server of this project runs on loopback), else 2."""
+    if not is_connect(spark):
+        return spark.sparkContext.defaultParallelism
+    configured = spark.conf.get("spark.default.parallelism", None)
+    if configured:
+        return max(1, int(configured))
+    master = spark.conf.get("spark.master", None) or ""
+    cores = master[master.find("[") + 1:master.find("]")].split(",")[0] if is_local(master) and "[" in master else ""
+    if cores.isdigit():
+        return max(1, int(cores))
+    return os.cpu_count() or 2 if is_local(master) else 2
+
+
+# The driver settings of a Spark Connect session that a client can set per session (the server's own launch settings
+# are ``ConnectServer``'s): a Connect session's SQL settings are its own, the server's other sessions keep theirs.
+CONNECT_SESSION_CONF = {"spark.sql.session.timeZone": "UTC"}
+# PySpark routes its functions to Spark Connect's while this variable is set (``SparkSession.builder.remote`` sets
+# it for the whole process)
+CONNECT_MODE_ENV = "SPARK_CONNECT_MODE_ENABLED"
+
+
+@contextmanager
+def connect_session(url: str) -> Iterator[SparkSession]:
+    """A new session on the Spark Connect server at ``url`` (``sc://host:port/;params``, e.g. the Spark provider's
+    ``SparkConnectHook.get_connection_url()``), released on the server at exit. PySpark marks the process as a Connect
+    client while it lives; the mark is taken back at exit, so a classic session of the same process (a test's, a
+    ``dag.test()`` run's gate) builds classic frames again."""
+    from pyspark.sql import SparkSession
+
+    marked = os.environ.get(CONNECT_MODE_ENV)
+    builder = SparkSession.builder.remote(url)
+    for key, value in CONNECT_SESSION_CONF.items():
+        builder = builder.config(key, value)
+    spark = builder.create()
+    try:
+        yield spark
+    finally:
+        try:
+            spark.stop()
+        finally:
+            if marked is None:
+                os.environ.pop(CONNECT_MODE_ENV, None)
+
+
 SMALL_SNAPSHOT_ZNODES = 200_000
 
 

@@ -23,6 +23,8 @@ One stage at a time, without Airflow (``stages``):
                              [--config FILE] [--spark-master local[*]] [--json]
     kafka-zk-audit migration-diff --zk HOST:PORT[/chroot] | --from-files DIR [--chroot C] --from-kraft DIR
                                   [--release 3.9] [--json]      (0: the migration verified, 1: diverged)
+    kafka-zk-audit connect-server start|stop|status [--port 15002] [--dir DIR]
+                                  (the Spark Connect server the event-driven audit can run through)
 
 Credentials come only from the Airflow connection or ``KAFKA_ZK_AUDIT_ZK_AUTH=digest:USER:PASSWORD``,
 never from argv. Exit codes:
@@ -56,6 +58,7 @@ from kafka_zk_audit.cli.common import (
     say,
     unique_names,
 )
+from kafka_zk_audit.cli.connect_server import add_parser as add_connect_server_parser
 from kafka_zk_audit.cli.migration_diff import add_parser as add_migration_diff_parser
 from kafka_zk_audit.cli.stages import add_parsers as add_stage_parsers
 from kafka_zk_audit.snapshot.kraft.kind import KRAFT, ZOOKEEPER, detect_kind, hint
@@ -103,6 +106,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("-v", "--verbose", action="store_true", help="stream the Airflow run's log to stderr")
     add_stage_parsers(sub)
     add_migration_diff_parser(sub)
+    add_connect_server_parser(sub)
     return parser
 
 

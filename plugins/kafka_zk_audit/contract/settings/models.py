@@ -308,7 +308,7 @@ ZNodePath = Annotated[str, BeforeValidator(_validate_znode_path)]
 class EventsConfig(_Section):
     """Event-driven audits: a watch per cluster (in Airflow's triggerer) on the znodes the checks read; a change
     starts an audit of that cluster once the cluster has been quiet for ``quiet_period`` (at most ``max_delay``
-    after the first change)."""
+    after the first change); through the Spark Connect server of ``spark_connect_conn_id`` when set."""
 
     enabled: StrictBool
     quiet_period: Duration
@@ -316,6 +316,7 @@ class EventsConfig(_Section):
     paths: Annotated[tuple[ZNodePath, ...], BeforeValidator(_none_as_empty)]
     ignore: Annotated[tuple[Text, ...], BeforeValidator(_none_as_empty)]
     recheck_poll: Duration
+    spark_connect_conn_id: Text | None = None
 
     @field_validator("max_delay")
     @classmethod
