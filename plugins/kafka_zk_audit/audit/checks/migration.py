@@ -8,7 +8,10 @@ metadata batch the KRaft quorum commits, no-op records included (one every
 ``/migration`` (KRaftMigrationDriver.MetadataChangeEvent → setMigrationRecoveryState), so its mtime is the
 last dual write. These checks return nothing on a cluster that is not migrating.
 
-Every frame is keyed by ``snapshot_id``; the clock and the limits come from ``params`` (audit.params).
+Every frame is keyed by ``snapshot_id``; the clock and the limits come from ``params`` (audit.params). Each check
+is a declaration (``engine.check``): the checks on /migration, and the history checks on /migration beside its
+baseline's (``migration_history``, derived once per audit), are evaluated together in one select per frame, with
+the controller state of the snapshot (and of its baseline) joined once.
 
 ``migration_phase`` names the phase (``contract.readiness.PHASES``) for the readiness report (pure Python over the
 two rows of a snapshot; ``migration_phases`` does it for each snapshot of collected keyed rows).
@@ -22,8 +25,9 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from kafka_zk_audit.audit.checks.common import empty_output, kraft_controller, previous_snapshot, say, to_output
-from kafka_zk_audit.audit.params import Params, with_params
+from kafka_zk_audit.audit.checks.common import check, kraft_controller, previous_snapshot, say
+from kafka_zk_audit.audit.checks.engine import Finds, fact, view
+from kafka_zk_audit.audit.params import Params
 from kafka_zk_audit.contract.readiness import (
     DUAL_WRITE,
     INITIAL_LOAD,
@@ -48,140 +52,116 @@ def _instant(ms: Column) -> Column:
     return F.date_format(F.timestamp_millis(ms), "yyyy-MM-dd HH:mm:ss 'UTC'")
 
 
-def _with_controller_state(rows: DataFrame, controller: DataFrame, prefix: str = "") -> DataFrame:
-    """The rows with their snapshot's controller state: whether a KRaft controller holds /controller
-    (``kraft_holds_controller``), whether a ZooKeeper-mode one does (``zk_holds_controller``) and its id
-    (``controller_id``); False, False and null for a snapshot without /controller. ``prefix`` goes before
-    each name."""
-    state = controller.groupBy(KEY).agg(
+@fact(defaults={"kraft_holds_controller": lambda: F.lit(False), "zk_holds_controller": lambda: F.lit(False)})
+def migration_controller_state(controller: DataFrame) -> DataFrame:
+    """(snapshot_id, kraft_holds_controller, zk_holds_controller, controller_id): whether a KRaft controller holds
+    /controller, whether a ZooKeeper-mode one does, and its id (False, False and null for a snapshot without
+    /controller)."""
+    return controller.groupBy(KEY).agg(
         F.max(kraft_controller()).alias("kraft_holds_controller"),
         F.max(~kraft_controller()).alias("zk_holds_controller"),
         F.max("broker_id").alias("controller_id"),
     )
-    return rows.join(state, KEY, "left").select(
-        *[F.col(name) for name in rows.columns],
-        F.coalesce(F.col("kraft_holds_controller"), F.lit(False)).alias(f"{prefix}kraft_holds_controller"),
-        F.coalesce(F.col("zk_holds_controller"), F.lit(False)).alias(f"{prefix}zk_holds_controller"),
-        F.col("controller_id").alias(f"{prefix}controller_id"),
-    )
 
 
-def _age_ms() -> Column:
-    """/migration's age at the snapshot's start (rows with the ``now_ms`` parameter)."""
-    return F.col("now_ms") - F.col("mtime")
+@fact(defaults={"previous_kraft_holds_controller": lambda: F.lit(False)})
+def migration_previous_controller_state(controller: DataFrame, previous_controller: DataFrame | None) -> DataFrame:
+    """(snapshot_id, previous_kraft_holds_controller): whether a KRaft controller held /controller in the baseline
+    (False without /controller there, or without a baseline /controller table)."""
+    before = controller.where(F.lit(False)) if previous_controller is None else previous_controller
+    return before.groupBy(KEY).agg(F.max(kraft_controller()).alias("previous_kraft_holds_controller"))
 
 
-def migration_dual_write_stalled(migration: DataFrame, controller: DataFrame, params: Params) -> DataFrame:
+def _age_ms(params: Params) -> Column:
+    """/migration's age at the snapshot's start."""
+    return params.column("now_ms") - F.col("mtime")
+
+
+@check("migration", facts=(migration_controller_state,))
+def migration_dual_write_stalled(params: Params) -> Finds:
     """During dual writes (offset > 0, a KRaft controller on /controller) /migration changes at least every
     ``dual_write_stale_after_ms``: every committed KRaft batch, no-op records included, ends with a write to it."""
-    rows = (
-        with_params(_with_controller_state(migration, controller), params, "now_ms", "dual_write_stale_after_ms")
-        .where((F.col("kraft_metadata_offset") > 0) & F.col("kraft_holds_controller"))
-        .where(F.col("mtime").isNotNull() & (_age_ms() > F.col("dual_write_stale_after_ms")))
-    )
-    return to_output(
-        rows, "migration_dual_write_stalled", path="path", broker_id="kraft_controller_id",
+    where = ((F.col("kraft_metadata_offset") > 0) & F.col("kraft_holds_controller") & F.col("mtime").isNotNull()
+             & (_age_ms(params) > params.column("dual_write_stale_after_ms")))
+    return Finds(
+        where=where, path="path", broker_id="kraft_controller_id",
         detail=say("dual writes stopped: /migration (offset %s) last changed at %s, %s before the snapshot, while "
                    "KRaft controller %s holds /controller", "kraft_metadata_offset", _instant(F.col("mtime")),
-                   _duration(_age_ms()), "kraft_controller_id"),
+                   _duration(_age_ms(params)), "kraft_controller_id"),
     )
 
 
-def migration_stuck(migration: DataFrame, controller: DataFrame, params: Params) -> DataFrame:
+@check("migration", facts=(migration_controller_state,))
+def migration_stuck(params: Params) -> Finds:
     """A migration that has not finished its initial load (offset −1) moves on within ``load_stuck_after_ms``:
     waiting for the brokers (a ZooKeeper-mode controller still on /controller) or loading (a KRaft one)."""
-    rows = (
-        with_params(_with_controller_state(migration, controller), params, "now_ms", "load_stuck_after_ms")
-        .where(F.coalesce(F.col("kraft_metadata_offset"), F.lit(-1)) < 0)
-        .where(F.col("mtime").isNotNull() & (_age_ms() > F.col("load_stuck_after_ms")))
-        .withColumn("phase", F.when(F.col("kraft_holds_controller"), F.lit("the initial metadata load"))
-                    .otherwise(F.lit("waiting for every ZooKeeper broker to register with the migration enabled")))
-    )
-    return to_output(
-        rows, "migration_stuck", path="path",
+    where = ((F.coalesce(F.col("kraft_metadata_offset"), F.lit(-1)) < 0) & F.col("mtime").isNotNull()
+             & (_age_ms(params) > params.column("load_stuck_after_ms")))
+    phase = F.when(F.col("kraft_holds_controller"), F.lit("the initial metadata load")).otherwise(
+        F.lit("waiting for every ZooKeeper broker to register with the migration enabled"))
+    return Finds(
+        where=where, path="path",
         detail=say("the migration has been in %s since %s (%s before the snapshot); /migration offset is still -1",
-                   "phase", _instant(F.col("mtime")), _duration(_age_ms())),
+                   phase, _instant(F.col("mtime")), _duration(_age_ms(params))),
     )
 
 
-def _with_previous(migration: DataFrame, controller: DataFrame, previous_migration: DataFrame,
-                   previous_controller: DataFrame) -> DataFrame:
-    """This snapshot's /migration and controller state beside its baseline's (the previous tables are keyed by
-    the snapshot they are the baseline of), when /migration is the same znode (same ctime: a new attempt
-    recreates it)."""
-    before = _with_controller_state(previous_migration.select(
+@view
+def migration_history(migration: DataFrame, previous_migration: DataFrame | None) -> DataFrame | None:
+    """This snapshot's /migration beside its baseline's (previous_offset, previous_kraft_epoch, previous_ctime,
+    previous_snapshot), when /migration is the same znode (same ctime: a new attempt recreates it); None without
+    a baseline (the previous tables are keyed by the snapshot they are the baseline of)."""
+    if previous_migration is None:
+        return None
+    before = previous_migration.select(
         KEY,
         F.col("kraft_metadata_offset").alias("previous_offset"),
         F.col("kraft_controller_epoch").alias("previous_kraft_epoch"),
         F.col("ctime").alias("previous_ctime"),
         previous_snapshot(previous_migration).alias("previous_snapshot"),
-    ), previous_controller, prefix="previous_").select(
-        KEY, "previous_offset", "previous_kraft_epoch", "previous_ctime", "previous_snapshot",
-        "previous_kraft_holds_controller")
-    return (
-        _with_controller_state(migration, controller)
-        .join(before, KEY)
-        .where(F.col("ctime") == F.col("previous_ctime"))
     )
+    return migration.join(before, KEY).where(F.col("ctime") == F.col("previous_ctime"))
 
 
-def migration_crash_loop(migration: DataFrame, controller: DataFrame, previous_migration: DataFrame | None,
-                         previous_controller: DataFrame | None) -> DataFrame:
+@check(migration_history, facts=(migration_controller_state, migration_previous_controller_state))
+def migration_crash_loop() -> Finds:
     """The initial load restarts under a new KRaft leader without completing: a KRaft controller held
     /controller in the previous snapshot and holds it now, the offset is still −1, and the KRaft controller
     epoch in /migration rose (each new leader claims /controller and starts the load over; the first claim,
     after waiting for the brokers, is no restart)."""
-    if previous_migration is None or previous_controller is None:
-        return empty_output(migration, "migration_crash_loop")
-    rows = _with_previous(migration, controller, previous_migration, previous_controller).where(
-        F.col("kraft_holds_controller") & F.col("previous_kraft_holds_controller")
-        & (F.coalesce(F.col("kraft_metadata_offset"), F.lit(-1)) < 0)
-        & (F.coalesce(F.col("previous_offset"), F.lit(-1)) < 0)
-        & (F.col("kraft_controller_epoch") > F.col("previous_kraft_epoch"))
-    )
-    return to_output(
-        rows, "migration_crash_loop", path="path", broker_id="kraft_controller_id",
+    where = (F.col("kraft_holds_controller") & F.col("previous_kraft_holds_controller")
+             & (F.coalesce(F.col("kraft_metadata_offset"), F.lit(-1)) < 0)
+             & (F.coalesce(F.col("previous_offset"), F.lit(-1)) < 0)
+             & (F.col("kraft_controller_epoch") > F.col("previous_kraft_epoch")))
+    return Finds(
+        where=where, path="path", broker_id="kraft_controller_id",
         detail=say("the initial load restarted without completing: KRaft controller epoch %s -> %s since the "
                    "previous snapshot%s, /migration offset still -1", "previous_kraft_epoch",
                    "kraft_controller_epoch", "previous_snapshot"),
     )
 
 
-def migration_rolled_back(migration: DataFrame, controller: DataFrame, previous_migration: DataFrame | None,
-                          previous_controller: DataFrame | None) -> DataFrame:
+@check(migration_history, facts=(migration_controller_state, migration_previous_controller_state))
+def migration_rolled_back() -> Finds:
     """A ZooKeeper-mode controller took /controller back while /migration shows completed dual writes
     (offset > 0), after the previous snapshot saw a KRaft controller there: a rollback, or two controllers
     writing (split brain)."""
-    if previous_migration is None or previous_controller is None:
-        return empty_output(migration, "migration_rolled_back")
-    rows = _with_previous(migration, controller, previous_migration, previous_controller).where(
-        F.col("zk_holds_controller")
-        & (F.col("kraft_metadata_offset") > 0)
-        & F.col("previous_kraft_holds_controller")
-    )
-    return to_output(
-        rows, "migration_rolled_back", path=F.lit("/controller"), broker_id="controller_id",
+    where = (F.col("zk_holds_controller") & (F.col("kraft_metadata_offset") > 0)
+             & F.col("previous_kraft_holds_controller"))
+    return Finds(
+        where=where, path=F.lit("/controller"), broker_id="controller_id",
         detail=say("ZooKeeper-mode broker %s holds /controller while /migration records dual writes up to offset %s; "
                    "the previous snapshot%s had a KRaft controller there", "controller_id",
                    "kraft_metadata_offset", "previous_snapshot"),
     )
 
 
-def migration_offset_regressed(migration: DataFrame, previous_migration: DataFrame | None) -> DataFrame:
+@check(migration_history)
+def migration_offset_regressed() -> Finds:
     """The KRaft metadata offset in /migration only grows while the znode lives (KRaft offsets never go back)."""
-    if previous_migration is None:
-        return empty_output(migration, "migration_offset_regressed")
-    before = previous_migration.select(
-        KEY, F.col("kraft_metadata_offset").alias("previous_offset"), F.col("ctime").alias("previous_ctime"),
-        previous_snapshot(previous_migration).alias("previous_snapshot"),
-    )
-    rows = (
-        migration.join(before, KEY)
-        .where((F.col("ctime") == F.col("previous_ctime")) & (F.col("previous_offset") > 0))
-        .where(F.col("kraft_metadata_offset") < F.col("previous_offset"))
-    )
-    return to_output(
-        rows, "migration_offset_regressed", path="path",
+    return Finds(
+        where=(F.col("previous_offset") > 0) & (F.col("kraft_metadata_offset") < F.col("previous_offset")),
+        path="path",
         detail=say("/migration offset %s < %s in the previous snapshot%s", "kraft_metadata_offset",
                    "previous_offset", "previous_snapshot"),
     )
