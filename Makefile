@@ -44,10 +44,13 @@ lint: setup
 # over 1, 10 and 100 clusters against one
 # and the DAG run over 100 clusters against one (BENCH_FLEET_ARGS="--dag 0" skips it); then ZooKeeper's files:
 # offline rebuild vs live walk at 1M znodes, and the change table of the history app; the event-driven audits'
-# watches (idle CPU of 100 clusters, a burst's debounce, the alert latency under a real scheduler and triggerer)
+# watches (idle CPU of 100 clusters, a burst's debounce, the alert latency under a real scheduler and triggerer).
+# After bench_all, the audit's fixed cost against a bare spark-submit app, its own block of docs/performance.md and its
+# rows of the README (BENCH_FLOOR_ARGS=--quick: one round of each; --large: the audit app on 1M znodes too)
 BENCH_FLEET_ARGS ?= --dag 100
 bench: setup
 	$(PY) bench/bench_all.py --write-docs $(BENCH_ARGS)
+	$(PY) bench/bench_audit_floor.py --write-docs $(BENCH_FLOOR_ARGS)
 	$(PY) bench/bench_fleet.py $(BENCH_FLEET_ARGS)
 	$(PY) bench/bench_offline.py
 	$(PY) bench/bench_history.py
