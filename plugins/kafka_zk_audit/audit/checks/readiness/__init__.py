@@ -1,33 +1,33 @@
 """ZooKeeper → KRaft migration readiness in Spark: ``run_readiness`` gives the READINESS rows of any number of
 snapshots, each at its own target Kafka version.
 
-One pure function per readiness check id, in the family modules: ``topics`` (R02-R06, the topics the migration
-copies), ``configs`` (R07-R12, dynamic configs, ACLs, tokens and quotas) and ``cluster`` (R01, R13-R20 and the R14
-node ids). Each takes keyed normalized tables (and, where no table carries the fact, the raw snapshot frame, the
-snapshot ids or the manifests' znode ACLs) and returns keyed CHECK_OUTPUT rows: one per snapshot and subject where
-Kafka's migration code would stall, crash or lose data (``contract/readiness.py`` and
-``notes/kraft-migration-readiness.md`` cite it). Every join, aggregation and window includes the snapshot key, so
-the rows of snapshots computed together are those of each computed alone.
+One declared check (``engine.check``) per readiness check id, in the family modules: ``topics`` (R02-R06, the
+topics the migration copies), ``configs`` (R07-R12, dynamic configs, ACLs, tokens and quotas) and ``cluster`` (R01,
+R13-R20 and the R14 node ids). Each reads keyed normalized tables (and, where no table carries the fact, the raw
+snapshot frame, the snapshot ids, the registered broker ids or the manifests' znode ACLs) and finds keyed
+CHECK_OUTPUT rows: one per snapshot and subject where Kafka's migration code would stall, crash or lose data
+(``contract/readiness.py`` and ``notes/kraft-migration-readiness.md`` cite it). Called as a function with those
+inputs (its parameters' names), a check evaluates itself alone; ``run_readiness`` evaluates every wanted check in
+one ``engine.evaluate``: one select per frame they read, their views and facts built once. Every join, aggregation
+and window includes the snapshot key, so the rows of snapshots computed together are those of each computed alone.
 
-Nothing here lists the conditions: ``contract/readiness.py`` is their registry. A condition's function is the one
-named like its check id in a family module, called with the inputs its parameters name (``_Inputs``). The level
-of a condition at a snapshot's target is looked up in the plan by (target, check).
+Nothing here lists the conditions: ``contract/readiness.py`` is their registry. A condition's check is the one
+named like its check id in a family module, given the inputs its parameters name (``_sources``). The level of a
+condition at a snapshot's target is looked up in the plan by (target, check).
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit.checks.common import family_functions
+from kafka_zk_audit.audit.checks.engine import Rule, Sources, evaluate
 from kafka_zk_audit.audit.checks.readiness import cluster, configs, topics
 from kafka_zk_audit.audit.checks.readiness.cluster import registered_broker_ids, snapshot_keys
-from kafka_zk_audit.audit.unions import only_columns, union_all
 from kafka_zk_audit.contract.readiness import BY_CHECK_ID, READINESS_CHECK_IDS, parse_target
 from kafka_zk_audit.contract.schemas import KEY, READINESS, keyed
 
@@ -35,9 +35,19 @@ from kafka_zk_audit.contract.schemas import KEY, READINESS, keyed
 CHECK_COLUMNS = ("check_id", "topic", "partition", "group_id", "broker_id", "path", "detail")
 # The modules that define the readiness functions, one family of conditions each.
 FAMILIES = (topics, configs, cluster)
-# Each readiness check id's function (derived from the contract's conditions: one without a function fails here).
-READINESS_FUNCTIONS: Mapping[str, Callable[..., DataFrame]] = family_functions(READINESS_CHECK_IDS, FAMILIES)
-# What a readiness function may take besides a normalized table (by parameter name; see ``_Inputs``).
+
+
+def _declared(functions: Mapping[str, Callable[..., DataFrame]]) -> dict[str, Rule]:
+    """The functions, each a declared check (``engine.check``); TypeError for one that is not."""
+    plain = [check_id for check_id, function in functions.items() if not isinstance(function, Rule)]
+    if plain:
+        raise TypeError(f"readiness checks {', '.join(plain)} are not declared checks (engine.check)")
+    return {check_id: function for check_id, function in functions.items() if isinstance(function, Rule)}
+
+
+# Each readiness check id's declared check (derived from the contract's conditions: one without a check fails here).
+READINESS_FUNCTIONS: Mapping[str, Rule] = _declared(family_functions(READINESS_CHECK_IDS, FAMILIES))
+# What a readiness function may take besides a normalized table (by parameter name; see ``_sources``).
 SNAPSHOT_INPUTS = ("snapshot", "snapshot_ids", "broker_ids", "spark", "znode_acls")
 
 
@@ -49,34 +59,27 @@ class ReadinessTarget(NamedTuple):
     target_version: str
 
 
-@dataclass(frozen=True)
-class _Inputs:
-    """What the readiness functions of one run_readiness call may take, by parameter name: a normalized table by
-    its name, the raw snapshot frame (``snapshot``), one row per snapshot of the call (``snapshot_ids``), the
-    registered broker ids (``broker_ids``), the session (``spark``) or each snapshot's manifest znode ACLs
-    (``znode_acls``)."""
-
-    tables: Mapping[str, DataFrame]
-    snapshot: DataFrame
-    snapshot_ids: DataFrame
-    znode_acls: Mapping[str, Mapping[str, Any] | None]
-
-    @property
-    def spark(self) -> SparkSession:
-        return self.snapshot.sparkSession
-
-    @property
-    def broker_ids(self) -> DataFrame:
-        return registered_broker_ids(self.snapshot, self.tables["brokers"])
-
-    def call(self, function: Callable[..., DataFrame]) -> DataFrame:
-        """The function's rows, each of its parameters given the input of that name."""
-        arguments = {}
-        for name in inspect.signature(function).parameters:
-            if name not in self.tables and name not in SNAPSHOT_INPUTS:
-                raise TypeError(f"{function.__name__} takes {name}, which is no table nor snapshot input")
-            arguments[name] = self.tables[name] if name in self.tables else getattr(self, name)
-        return function(**arguments)
+def _sources(tables: Mapping[str, DataFrame], snapshot: DataFrame,
+             snapshots: Mapping[str, ReadinessTarget | tuple[Any, str]], rules: Sequence[Rule]) -> Sources:
+    """The engine's inputs of one run_readiness call, by name: every normalized table, the raw snapshot frame
+    (``snapshot``), the session (``spark``), each snapshot's manifest znode ACLs (``znode_acls``), and, when a rule
+    reads them, one row per snapshot of the call (``snapshot_ids``) and the registered broker ids
+    (``broker_ids``)."""
+    spark = snapshot.sparkSession
+    named: dict[str, Any] = dict(tables)
+    named.update(snapshot=snapshot, spark=spark,
+                 znode_acls={sid: (target[0] or {}).get("znode_acls") for sid, target in snapshots.items()})
+    lazy: dict[str, Callable[[], DataFrame]] = {
+        "snapshot_ids": lambda: snapshot_keys(spark, snapshots),
+        "broker_ids": lambda: registered_broker_ids(snapshot, tables["brokers"]),
+    }
+    for rule in rules:
+        unknown = [name for name in rule.needs if name not in named and name not in lazy]
+        if unknown:
+            raise TypeError(f"{rule.check_id} takes {', '.join(unknown)}, which is no table nor snapshot input")
+    needs = {name for rule in rules for name in rule.needs}
+    named.update({name: provide() for name, provide in lazy.items() if name in needs})
+    return Sources(named)
 
 
 def level_rows(targets: Mapping[str, str]) -> list[tuple[str, str, str, str, str]]:
@@ -108,13 +111,10 @@ def run_readiness(
     targets = {sid: str(target[1]) for sid, target in snapshots.items()}
     levels = level_rows(targets)  # the level table: joined, so one plan serves every target
     wanted = {check_id for _, check_id, *_ in levels}
-    inputs = _Inputs(tables, snapshot, snapshot_keys(spark, snapshots),
-                     {sid: (target[0] or {}).get("znode_acls") for sid, target in snapshots.items()})
-    outputs = [inputs.call(READINESS_FUNCTIONS[check_id]) for check_id in READINESS_CHECK_IDS if check_id in wanted]
-    columns = [F.col(KEY)] + [F.col(field.name).cast(field.dataType).alias(field.name) for field in READINESS.fields]
-    if not outputs:
+    rules = [READINESS_FUNCTIONS[check_id] for check_id in READINESS_CHECK_IDS if check_id in wanted]
+    if not rules:
         return spark.createDataFrame([], keyed(READINESS))
-    found = union_all([only_columns(rows, [KEY, *CHECK_COLUMNS]) for rows in outputs])
+    found = evaluate(rules, _sources(tables, snapshot, snapshots, rules))
     # the level table as a lookup by (target version, check) in the plan: no join, no broadcast job
     by_target = {(targets[sid], check_id): (condition_id, level, remedy)
                  for sid, check_id, condition_id, level, remedy in levels}
@@ -126,6 +126,8 @@ def run_readiness(
     target_of = F.create_map(*[item for sid, target in targets.items() for item in (F.lit(sid), F.lit(target))])
     key = F.concat(F.element_at(target_of, F.col(KEY)), F.lit("\x00"), F.col("check_id"))
     leveled = found.withColumn("_level", F.element_at(lookup, key))
+    # a readiness row keeps the check's CHECK_COLUMNS (not whether it is explained) and its condition's level
+    values = {name: F.col(name) for name in CHECK_COLUMNS}
+    values.update({name: F.col(f"_level.{name}") for name in ("condition_id", "level", "remedy")})
     return leveled.where(F.col("_level").isNotNull()).select(
-        KEY, *[c for c in found.columns if c != KEY], "_level.condition_id", "_level.level", "_level.remedy",
-    ).select(*columns)
+        KEY, *[values[field.name].cast(field.dataType).alias(field.name) for field in READINESS.fields])
