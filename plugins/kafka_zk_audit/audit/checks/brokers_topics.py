@@ -1,21 +1,33 @@
-"""Broker and topic checks: registrations, endpoints, topic configs and leftovers of deleted topics."""
+"""Broker and topic checks: registrations, endpoints, topic configs and leftovers of deleted topics.
+
+Each check is a declaration (``engine.check``): the checks of one frame are evaluated together in one select, with
+the facts they name joined once. Whether a topic exists (``existing_topics``) is derived once per audit, for these
+checks and the admin markers'.
+"""
 
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from kafka_zk_audit.audit.checks.common import say, to_output
+from kafka_zk_audit.audit.checks.common import check, say
+from kafka_zk_audit.audit.checks.engine import Finds, fact, view
 from kafka_zk_audit.audit.unions import union_all
 from kafka_zk_audit.contract.schemas import KEY
 
 
-def broker_registration_not_ephemeral(brokers: DataFrame) -> DataFrame:
+@fact(on=(KEY, "topic"), defaults={"topic_present": lambda: F.lit(False)})
+def existing_topics(topics: DataFrame) -> DataFrame:
+    """(snapshot_id, topic, topic_present): the topics with a /brokers/topics/<t> znode (False for others)."""
+    return topics.select(KEY, "topic").distinct().withColumn("topic_present", F.lit(True))
+
+
+@check("brokers")
+def broker_registration_not_ephemeral() -> Finds:
     """A /brokers/ids/<id> registration is ephemeral (ephemeralOwner != 0)."""
     persistent = ~F.coalesce(F.col("is_ephemeral"), F.col("session") != 0, F.lit(True))
-    rows = brokers.where(persistent)
-    return to_output(
-        rows, "broker_registration_not_ephemeral", broker_id="broker_id", path="path",
+    return Finds(
+        where=persistent, broker_id="broker_id", path="path",
         detail=F.lit("ephemeralOwner is 0: the registration is persistent and outlives the broker's session"),
     )
 
@@ -35,8 +47,10 @@ def _advertised_endpoints(brokers: DataFrame) -> DataFrame:
     )
 
 
-def broker_endpoint_conflict(brokers: DataFrame) -> DataFrame:
-    """No two brokers advertise the same host:port endpoint (one finding per broker involved)."""
+@view
+def broker_endpoint_clashes(brokers: DataFrame) -> DataFrame:
+    """(snapshot_id, broker_id, path, clashes): per broker advertising an endpoint another broker advertises too,
+    one sentence per such endpoint naming the others (sorted)."""
     mine = _advertised_endpoints(brokers)
     others = mine.select(KEY, F.col("broker_id").alias("other_id"), "endpoint")
     clashes = (
@@ -50,31 +64,39 @@ def broker_endpoint_conflict(brokers: DataFrame) -> DataFrame:
                             F.array_join(F.col("others").cast("array<string>"), ", ")).alias("clash"),
         )
     )
-    rows = clashes.groupBy(KEY, "broker_id", "path").agg(F.array_sort(F.collect_list("clash")).alias("clashes"))
-    return to_output(
-        rows, "broker_endpoint_conflict", broker_id="broker_id", path="path",
-        detail=say("endpoint %s", F.array_join("clashes", "; endpoint ")),
-    )
+    return clashes.groupBy(KEY, "broker_id", "path").agg(F.array_sort(F.collect_list("clash")).alias("clashes"))
 
 
-def topic_config_missing(topics: DataFrame, configs: DataFrame) -> DataFrame:
+@check(broker_endpoint_clashes)
+def broker_endpoint_conflict() -> Finds:
+    """No two brokers advertise the same host:port endpoint (one finding per broker involved)."""
+    return Finds(where=F.lit(True), broker_id="broker_id", path="path",
+                 detail=say("endpoint %s", F.array_join("clashes", "; endpoint ")))
+
+
+@fact(on=(KEY, "topic"), defaults={"topic_configured": lambda: F.lit(False)})
+def topic_configured(configs: DataFrame) -> DataFrame:
+    """(snapshot_id, topic, topic_configured): the topics with a /config/topics/<t> znode (False for others)."""
+    return (configs.where(F.col("entity_type") == "topics").select(KEY, F.col("entity_name").alias("topic"))
+            .distinct().withColumn("topic_configured", F.lit(True)))
+
+
+@check("topics", facts=(topic_configured,))
+def topic_config_missing() -> Finds:
     """Every topic has a /config/topics/<t> znode."""
-    topic_configs = configs.where(F.col("entity_type") == "topics").select(KEY, F.col("entity_name").alias("topic"))
-    rows = topics.join(topic_configs, [KEY, "topic"], "left_anti")
-    return to_output(
-        rows, "topic_config_missing", topic="topic", path="path",
-        detail=say("topic %s has no /config/topics/%s znode", "topic", "topic"),
-    )
+    return Finds(where=~F.col("topic_configured"), topic="topic", path="path",
+                 detail=say("topic %s has no /config/topics/%s znode", "topic", "topic"))
 
 
-def deleted_topic_remnants(
-    topics: DataFrame,
+@view
+def topic_leftovers(
     configs: DataFrame,
     partition_states: DataFrame,
     consumer_owners: DataFrame,
     consumer_offsets: DataFrame,
 ) -> DataFrame:
-    """No config, partition state, owner or offset znode names a topic without /brokers/topics/<t>."""
+    """(snapshot_id, topic, kind, znodes, path): per topic and kind, the config, partition state, owner and offset
+    znodes that name it (how many, and the first path)."""
     sources = {
         "config znode": configs.where(F.col("entity_type") == "topics").select(
             KEY, F.col("entity_name").alias("topic"), "path"
@@ -84,14 +106,12 @@ def deleted_topic_remnants(
         "consumer offset znode(s)": consumer_offsets.select(KEY, "topic", "path"),
     }
     leftovers = union_all([rows.withColumn("kind", F.lit(kind)) for kind, rows in sources.items()])
-    rows = (
-        leftovers.where(F.col("topic").isNotNull())
-        .join(topics.select(KEY, "topic"), [KEY, "topic"], "left_anti")
-        .groupBy(KEY, "topic", "kind")
-        .agg(F.count(F.lit(1)).alias("znodes"), F.min("path").alias("path"))
-    )
-    return to_output(
-        rows, "deleted_topic_remnants", topic="topic", path="path",
-        detail=say("%s %s left for topic %s, which has no /brokers/topics/%s (first: %s)",
-                   "znodes", "kind", "topic", "topic", "path"),
-    )
+    return leftovers.groupBy(KEY, "topic", "kind").agg(F.count(F.lit(1)).alias("znodes"), F.min("path").alias("path"))
+
+
+@check(topic_leftovers, facts=(existing_topics,))
+def deleted_topic_remnants() -> Finds:
+    """No config, partition state, owner or offset znode names a topic without /brokers/topics/<t>."""
+    return Finds(where=F.col("topic").isNotNull() & ~F.col("topic_present"), topic="topic", path="path",
+                 detail=say("%s %s left for topic %s, which has no /brokers/topics/%s (first: %s)",
+                            "znodes", "kind", "topic", "topic", "path"))
