@@ -57,12 +57,6 @@ class Finds:
     explained: Column | None = None
 
 
-def _column(value: ColumnLike) -> Column:
-    if value is None:
-        return F.lit(None)
-    return F.col(value) if isinstance(value, str) else value
-
-
 def _inputs_of(function: Callable[..., Any]) -> tuple[str, ...]:
     return tuple(inspect.signature(function).parameters)
 
@@ -223,15 +217,30 @@ def _with_facts(frame: DataFrame, facts: Sequence[Fact], sources: Sources) -> Da
                           for c in frame.columns])
 
 
+def _field(name: str, value: ColumnLike, data_type: Any) -> Column:
+    """One field of a finding's struct, cast to its CHECK_OUTPUT type. A column name or None is SQL text: one
+    JVM round trip, where a column's cast and alias are three."""
+    if value is None or isinstance(value, str):
+        source = "NULL" if value is None else sql_text.column_ref(value)
+        return sql_text.expr(f"{sql_text.cast(source, data_type)} AS {sql_text.identifier(name)}")
+    return value.cast(sql_text.sql_type(data_type)).alias(name)
+
+
 def _finding(check_id: str, found: Finds) -> Column:
     """The check's finding on a row, or null where it finds nothing: a CHECK_OUTPUT struct."""
-    values = {"check_id": F.lit(check_id), "topic": _column(found.topic), "partition": _column(found.partition),
-              "group_id": _column(found.group_id), "broker_id": _column(found.broker_id),
-              "path": _column(found.path), "detail": found.detail,
-              "explained": F.lit(False) if found.explained is None else F.coalesce(found.explained, F.lit(False))}
-    struct = F.struct(*[values[f.name].cast(sql_text.sql_type(f.dataType)).alias(f.name)
-                        for f in CHECK_OUTPUT.fields])
-    return F.when(found.where, struct)
+    values: dict[str, ColumnLike] = {
+        "check_id": None, "topic": found.topic, "partition": found.partition, "group_id": found.group_id,
+        "broker_id": found.broker_id, "path": found.path, "detail": found.detail,
+        "explained": None if found.explained is None else F.coalesce(found.explained, F.lit(False))}
+    fields = []
+    for f in CHECK_OUTPUT.fields:
+        if f.name == "check_id":
+            fields.append(sql_text.expr(f"{sql_text.string_literal(check_id)} AS check_id"))
+        elif f.name == "explained" and values["explained"] is None:
+            fields.append(sql_text.expr("false AS explained"))
+        else:
+            fields.append(_field(f.name, values[f.name], f.dataType))
+    return F.when(found.where, F.struct(*fields))
 
 
 def empty(sources: Sources) -> DataFrame:
