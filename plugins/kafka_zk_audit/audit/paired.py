@@ -5,7 +5,7 @@ The snapshot task of a cluster paired with its KRaft log (``clusters[].migration
 (``snapshot.migration.paired``: the keyed table ``tables/migration_entries/``) and wrote the prepared verdict beside
 the snapshot (``Warehouse.migration_diff_path``: ``runs/<id>/migration_diff.json``, status ``prepared``: offset, lag
 and the state findings). ``paired_verdicts`` reads the entries of every prepared snapshot of the batch as one frame,
-compares them keyed by (snapshot, kind, key) in one plan (``audit.migration_diff.diff_frames``, one job), and
+compares them keyed by (snapshot, kind, key) in one plan (``audit.migration_diff.diff``), and
 completes each verdict (findings, equal counts, ``verified`` or ``diverged``), written back as its
 ``migration_diff.json``. A prepared snapshot whose entries are gone is unverified, with a ``migration_unverifiable``
 finding. The findings are in the checks' shape (contract.schemas CHECK_OUTPUT); keyed by their snapshot, they join
@@ -21,21 +21,20 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from kafka_zk_audit.audit.keyed_io import present, read_keyed
-from kafka_zk_audit.audit.migration_diff import ENTRIES_DDL, diff_frames, sides
+from kafka_zk_audit.audit.keyed_io import partition_dir, present
+from kafka_zk_audit.audit.migration_diff import ENTRIES_DDL, ENTRY_COLUMNS, diff
 from kafka_zk_audit.contract.catalogue import BY_ID, PAIRED_CHECK_IDS, SEVERITIES
 from kafka_zk_audit.contract.migration_checks import (
     DIVERGED,
     EQUAL_LABELS,
     PREPARED,
+    SIDES,
     UNVERIFIED,
     VERIFIED,
     summary_line,
 )
 from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, KEY, keyed
 from kafka_zk_audit.contract.warehouse import Warehouse
-
-FINDING_FIELDS = ("check_id", "topic", "partition", "group_id", "broker_id", "path", "detail", "explained")
 
 
 def read_verdicts(warehouse: Warehouse, snapshot_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -69,21 +68,21 @@ def paired_verdicts(spark: SparkSession, warehouse: Warehouse, snapshot_ids: Seq
     return verdicts
 
 
+def read_side(spark: SparkSession, warehouse: Warehouse, snapshot_ids: Sequence[str], side: str) -> DataFrame:
+    """One side's entries of the snapshots as one frame keyed by ``pair`` (the snapshot id): its files only."""
+    root = warehouse.migration_entries_dir()
+    frame = (spark.read.schema(f"{ENTRIES_DDL}, {KEY} string, side string").option("basePath", root)
+             .parquet(*[f"{partition_dir(root, sid)}/side={side}" for sid in snapshot_ids]))
+    return frame.withColumnRenamed(KEY, "pair").select(*ENTRY_COLUMNS)
+
+
 def compare_entries(spark: SparkSession, warehouse: Warehouse, snapshot_ids: Sequence[str],
                     ) -> dict[str, tuple[list[dict[str, Any]], dict[str, int]]]:
-    """The findings and equal counts of the snapshots' entries, compared in one plan and collected in one job."""
-    from pyspark.sql.types import _parse_datatype_string
-
-    schema = _parse_datatype_string(ENTRIES_DDL)
-    entries = read_keyed(spark, warehouse.migration_entries_dir(), snapshot_ids, schema)
-    results: dict[str, tuple[list[dict[str, Any]], dict[str, int]]] = {sid: ([], {}) for sid in snapshot_ids}
-    for row in diff_frames(*sides(entries, KEY)).collect():
-        findings, equal = results[row["pair"]]
-        if row["kind"] is not None:
-            equal[row["kind"]] = int(row["equal"])
-        else:
-            findings.append({name: row[name] for name in FINDING_FIELDS})
-    return results
+    """The findings and equal counts of the snapshots' entries, compared in one plan keyed by (snapshot, kind, key)
+    (``audit.migration_diff.diff``: a second job for the entries that differ, only when some do)."""
+    zk, kraft = (read_side(spark, warehouse, snapshot_ids, side) for side in SIDES)
+    findings, equal = diff(zk, kraft)
+    return {sid: (findings.get(sid, []), equal.get(sid, {})) for sid in snapshot_ids}
 
 
 def _order(finding: Mapping[str, Any]) -> tuple:

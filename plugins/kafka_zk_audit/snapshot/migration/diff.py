@@ -240,12 +240,12 @@ def prepare_migration(tree: ZkTree, kraft_dir: str | Path, release: str, fingerp
                 f"ZooKeeper trails by {lag_records} record(s) and {lag_ms / 1000:.1f}s (limits {limits.records} "
                 f"records, {limits.ms / 1000:.0f}s)")))
     zk = list(zk_entries(tree, parsed))
-    kraft = list(_unique(kraft_entries(image, parsed, fingerprint)))
+    kraft = list(unique_entries(kraft_entries(image, parsed, fingerprint)))
     return Prepared(release, offset if offset and offset > 0 else None, end.last_offset, state, lag_records, lag_ms,
                     findings, notes + list(at.warnings) + _password_note(zk, decoding), zk, kraft)
 
 
-def _unique(entries: Iterable[Entry]) -> Iterable[Entry]:
+def unique_entries(entries: Iterable[Entry]) -> Iterable[Entry]:
     """One entry per (kind, key), the first: an ACL twice (a re-run load) is one."""
     seen: set[tuple[str, str]] = set()
     for entry in entries:

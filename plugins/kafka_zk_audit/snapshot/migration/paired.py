@@ -5,7 +5,7 @@ snapshot back from the warehouse (its secrets fingerprinted already, broker pass
 ``password.encoder.secret`` was given), replays the cluster's KRaft metadata directory (read-only, offline) to the
 offset ``/migration`` names and lays both sides out as entries under the release's mapping rules
 (``diff.prepare_migration``), fingerprinting the KRaft side with the warehouse key. The entries go to the keyed table
-``tables/migration_entries/snapshot_id=<id>/`` (column ``side``: ``zk`` or ``kraft``), and the prepared verdict
+``tables/migration_entries/snapshot_id=<id>/side=<zk|kraft>/``, and the prepared verdict
 (offset, lag, the state findings, notes; ``status`` ``prepared``) to ``runs/<snapshot id>/migration_diff.json``. The
 audit then compares the entries of every paired snapshot of its batch in one Spark plan (``audit.paired``), completes
 the verdict and merges its findings into the snapshot's. A KRaft side that cannot be read gives an unverified verdict
@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from kafka_zk_audit.contract.migration_checks import ENTRY_FIELDS, INT_ENTRY_FIELDS, PREPARED, UNVERIFIED
+from kafka_zk_audit.contract.migration_checks import ENTRY_FIELDS, INT_ENTRY_FIELDS, PREPARED, SIDES, UNVERIFIED
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.snapshot.migration.compare import Finding
 from kafka_zk_audit.snapshot.migration.diff import LagLimits, Prepared, prepare_migration
@@ -37,11 +37,10 @@ ENTRIES_FILE = "part-0.parquet"
 
 
 def entries_schema() -> Any:
-    """The Arrow schema of the entries table's files: ``side`` and the entry's fields."""
+    """The Arrow schema of the entries table's files: the entry's fields (the side is the folder)."""
     import pyarrow as pa
 
-    return pa.schema([("side", pa.string())] + [
-        (name, pa.int32() if name in INT_ENTRY_FIELDS else pa.string()) for name in ENTRY_FIELDS])
+    return pa.schema([(name, pa.int32() if name in INT_ENTRY_FIELDS else pa.string()) for name in ENTRY_FIELDS])
 
 
 def snapshot_tree(warehouse: Warehouse, snapshot_id: str, fingerprinter: Fingerprinter | None = None,
@@ -65,18 +64,18 @@ def snapshot_tree(warehouse: Warehouse, snapshot_id: str, fingerprinter: Fingerp
 
 
 def write_entries(warehouse: Warehouse, snapshot_id: str, zk: list[Entry], kraft: list[Entry]) -> None:
-    """Both sides' entries as the snapshot's folder of the entries table (an earlier one replaced)."""
+    """Both sides' entries as the snapshot's folder of the entries table, one ``side=`` folder each (an earlier one
+    replaced): the audit reads each side's files only."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    columns: dict[str, list[Any]] = {"side": ["zk"] * len(zk) + ["kraft"] * len(kraft)}
-    for name in ENTRY_FIELDS:
-        columns[name] = [getattr(entry, name) for entry in zk] + [getattr(entry, name) for entry in kraft]
     folder = warehouse.migration_entries_dir(snapshot_id)
     warehouse.remove(folder)
-    warehouse.fs.makedirs(warehouse.fs_path(folder), exist_ok=True)
-    with warehouse.fs.open(warehouse.fs_path(f"{folder}/{ENTRIES_FILE}"), "wb") as handle:
-        pq.write_table(pa.table(columns, schema=entries_schema()), handle)
+    for side, entries in zip(SIDES, (zk, kraft), strict=True):
+        columns = {name: [getattr(entry, name) for entry in entries] for name in ENTRY_FIELDS}
+        warehouse.fs.makedirs(warehouse.fs_path(f"{folder}/side={side}"), exist_ok=True)
+        with warehouse.fs.open(warehouse.fs_path(f"{folder}/side={side}/{ENTRIES_FILE}"), "wb") as handle:
+            pq.write_table(pa.table(columns, schema=entries_schema()), handle)
 
 
 def _limits(migration: Mapping[str, Any]) -> LagLimits:
