@@ -174,10 +174,13 @@ VERIFICATION_INTRO = (
     "ZooKeeper's last state with the KRaft metadata log, record by record, at the offset ZooKeeper reflects "
     "(`/migration`'s `kraft_metadata_offset`), under the mapping rules of the Kafka release that ran the migration "
     "(3.4–3.9). Exit 0: the migration is verified; 1: each divergence below is printed with both sides' evidence "
-    "(the znode path and value; the record offset and value), secrets only as fingerprints. The DAG runs the same "
-    "diff for every cluster whose settings pair it with its KRaft log (`clusters[].migration`, see "
-    "[settings](settings.md)): its divergences are findings of the cluster's ZooKeeper snapshot (entity `znodes`), "
-    "gated, alerted and summarized like any other, and the readiness page ends with the verdict."
+    "(the znode path and value; the record offset and value), secrets only as fingerprints (broker passwords by "
+    "the fingerprint of their clear text, decoded with the brokers' `password.encoder.secret` when it is given). "
+    "The DAG runs the same diff for every cluster whose settings pair it with its KRaft log (`clusters[].migration`, "
+    "see [settings](settings.md)): its snapshot task lays both sides out, its audit compares every paired cluster of "
+    "the run in one Spark plan; the divergences are findings of the cluster's ZooKeeper snapshot (entity `znodes`), "
+    "gated, alerted and summarized like any other, and the readiness page ends with the verdict. A KRaft side that "
+    "cannot be read is `migration_unverifiable`, alerted the same way."
 )
 
 

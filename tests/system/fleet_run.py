@@ -24,7 +24,8 @@ kr-planted a generated 4.1 KRaft log with every KRaft plant (kafka_zk_audit_test
 kr-corrupt a generated KRaft log with a corrupt batch: one log_corrupt finding naming the file and offset
 kr-…      one real controller's metadata dir of each dataset of ../shared/real-data/kraft (Kafka 3.5–4.2, written by
            real clusters; REAL_KRAFT): each one's findings are what its records show (tests/system/test_kraft_fleet.py)
-migrated   a 3.x cluster migrating to KRaft (``migration:`` setting): /migration as dual writes leave it and the KRaft
+migrated   a 3.x cluster migrating to KRaft (``migration:`` setting, with its brokers' password.encoder.secret as a
+           connection, and a broker password it encoded): /migration as dual writes leave it and the KRaft
            log written from its tree (kafka_zk_audit_testing.migration_log) with two planted divergences, each found
            once with both sides' evidence, alerted through the fleet's route; the readiness page's verdict: diverged
 migclean   the same without a plant: migration verified, no finding, green
@@ -99,6 +100,10 @@ CHROOTS = {
 }
 # the paired clusters (ZooKeeper and the KRaft log of their migration): cluster -> the divergences planted in the log
 MIGRATED = {"migrated": ("partition_replicas", "config_missing"), "migclean": ()}
+# the brokers' password.encoder.secret of the paired clusters (an Airflow connection's password) and the broker
+# password it encodes in their ZooKeeper; KRaft holds it decoded
+MIGRATION_SECRET = "encoder-5ecret-of-the-brokers"
+MIGRATION_PASSWORD = "keystore-pw-migrated-7"
 FILES_CHROOT = "/kafka"  # where tests/conftest.py's history_files wrote its scenario
 REAL_DATA = Path(__file__).resolve().parents[3] / "shared" / "real-data" / "kraft"
 # cluster -> one controller's metadata.log.dir of each real dataset (its SOURCE.md tells what the files show); none
@@ -204,7 +209,8 @@ def settings_yaml(files_dir: Path, kraft_dirs: dict[str, Path], migration_dirs: 
     by_name["dualwrite"]["overrides"] = {"migration": {"dual_write_stale_after": "0s"}}
     by_name["files"]["files"] = {"data_dir": str(files_dir)}
     for name, folder in migration_dirs.items():
-        by_name[name]["migration"] = {"kraft": {"metadata_dir": str(folder)}, "release": "3.9"}
+        by_name[name]["migration"] = {"kraft": {"metadata_dir": str(folder)}, "release": "3.9",
+                                      "password_encoder_secret_conn_id": "encoder_mig"}
     return {
         "schedule": None,
         "clusters": clusters,
@@ -227,6 +233,7 @@ def connections(zk_hosts: str, webhook: WebhookReceiver, smtp_port: int,
     # the files cluster's connection only names the ensemble and gives the chroot: nothing listens there
     env["AIRFLOW_CONN_ZK_FILES"] = json.dumps(
         {"conn_type": "zookeeper", "host": f"127.0.0.1:{free_port()}", "extra": {"chroot": FILES_CHROOT}})
+    env["AIRFLOW_CONN_ENCODER_MIG"] = json.dumps({"conn_type": "generic", "password": MIGRATION_SECRET})
     env["AIRFLOW_CONN_HOOK_FLEET"] = json.dumps({"conn_type": "http", "host": webhook.url(FLEET_ROUTE)})
     env["AIRFLOW_CONN_HOOK_ALPHA"] = json.dumps({"conn_type": "http", "host": webhook.url(ROUTES["alpha"])})
     env["AIRFLOW_CONN_WEBHOOK_E2E"] = json.dumps({"conn_type": "http", "host": webhook.url(ROUTES["e2e"])})
@@ -372,15 +379,23 @@ def system(zk_server, history_files, tmp_path_factory) -> Iterator[SystemRun]:
 
 def migrate(hosts: str, kraft_dir: Path, plants: tuple[str, ...]) -> dict[str, Any]:
     """The KRaft log a migration of the cluster at ``hosts`` writes (from its raw tree, with ``plants``) and /migration
-    as its dual writes leave it; returns the log (``log``) and the raw tree's topics and partitions (``topics``,
-    ``partitions``) and secret znodes' data (``secrets``), read here, apart from the audit."""
+    as its dual writes leave it, after a dynamic broker password encoded with the brokers' secret; returns the log
+    (``log``) and the raw tree's topics and partitions (``topics``, ``partitions``) and secret znodes' data and clear
+    texts (``secrets``), read here, apart from the audit."""
     from kafka_zk_audit_testing.migration_log import tree_from_kazoo, write_migration_log
+    from kafka_zk_audit_testing.password_encoder import encode_password
 
     client = KazooClient(hosts=hosts)
     client.start(timeout=15)
     try:
+        path = "/config/brokers/1"
+        config = json.loads(client.get(path)[0]) if client.exists(path) else {"version": 1, "config": {}}
+        config["config"]["listener.name.internal.ssl.keystore.password"] = encode_password(MIGRATION_PASSWORD,
+                                                                                          MIGRATION_SECRET)
+        client.ensure_path(path)
+        client.set(path, json.dumps(config).encode())
         tree = tree_from_kazoo(client)
-        log = write_migration_log(tree, kraft_dir, "3.9", plants=plants)
+        log = write_migration_log(tree, kraft_dir, "3.9", plants=plants, password_secret=MIGRATION_SECRET)
         client.create("/migration", log.migration_znode())
     finally:
         client.stop()
@@ -388,5 +403,6 @@ def migrate(hosts: str, kraft_dir: Path, plants: tuple[str, ...]) -> dict[str, A
     topics = [p for p in tree if p.count("/") == 3 and p.startswith("/brokers/topics/")]
     partitions = [p for p in tree if p.startswith("/brokers/topics/") and p.endswith("/state")]
     secrets = [node.data for path, node in tree.items()
-               if path.startswith(("/config/users/", "/delegation_token/tokens/")) and node.data]
+               if path.startswith(("/config/users/", "/config/brokers/", "/delegation_token/tokens/")) and node.data]
+    secrets += [MIGRATION_SECRET.encode(), MIGRATION_PASSWORD.encode()]
     return {"log": log, "topics": len(topics), "partitions": len(partitions), "secrets": secrets}

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import pyarrow.parquet as pq
+
 from tests.system.fleet_run import FLEET_ROUTE, MIGRATED, SystemRun
 
 PLANTED_CLUSTER, CLEAN_CLUSTER = "migrated", "migclean"
@@ -60,6 +62,8 @@ def test_a_clean_migration_is_verified_without_a_finding(system: SystemRun):
     assert chapter["offset"] == oracle["log"].migration_offset and chapter["lag_records"] == 0
     assert chapter["equal"]["topics"] == oracle["topics"] > 0
     assert chapter["equal"]["partitions"] == oracle["partitions"] > 0
+    # the broker password ZooKeeper holds encoded was decoded with the brokers' secret (a connection) and compared
+    assert any("decoded with password.encoder.secret and compared by fingerprint" in n for n in chapter["notes"])
 
 
 def test_the_readiness_page_ends_with_the_verdict_divergences_first(system: SystemRun):
@@ -76,10 +80,17 @@ def test_the_readiness_page_ends_with_the_verdict_divergences_first(system: Syst
     assert system.runs[0].readiness("alpha")["migration_verification"] is None  # not paired: no chapter
 
 
-def test_the_verdict_file_holds_no_secret_in_clear(system: SystemRun):
+def test_the_verdict_and_the_laid_out_entries_hold_no_secret_in_clear(system: SystemRun):
     for name, oracle in system.extra["migrations"].items():
-        text = (system.warehouse / "runs" / system.runs[0].snapshot_id(name) / "migration_diff.json").read_text()
+        snapshot_id = system.runs[0].snapshot_id(name)
+        text = (system.warehouse / "runs" / snapshot_id / "migration_diff.json").read_text()
         verdict = json.loads(text)
         assert verdict["cluster"] == name and verdict["release"] == "3.9"
+        assert verdict["status"] in ("verified", "diverged") and verdict["entries"]["kraft"] > 0
+        entries = system.warehouse / "tables" / "migration_entries" / f"snapshot_id={system.runs[-1].snapshot_id(name)}"
+        stored = ["\n".join(str(v) for row in pq.read_table(p).to_pylist() for v in row.values())
+                  for p in entries.rglob("*.parquet")]
+        assert len(stored) == 2  # one file per side
         for secret in oracle["secrets"]:
             assert secret.decode(errors="replace") not in text
+            assert not any(secret.decode(errors="replace") in rows for rows in stored)
