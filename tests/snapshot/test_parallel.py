@@ -161,3 +161,35 @@ def test_parallel_connections_setting():
             parse_config({"snapshot": {"parallel_connections": bad}})
     with pytest.raises(ValueError, match="parallel_connections"):
         SnapshotOptions(parallel_connections=0)
+
+
+def test_the_workers_decode_broker_passwords_with_the_secret_handed_on_their_stdin(zk_server, zk_chroot, tmp_path):
+    """The brokers' password.encoder.secret reaches each worker as the fingerprint key does: the rows of a parallel
+    walk hold the fingerprint of the clear text, as one connection's do, and never the secret."""
+    from kafka_zk_audit.contract.secrets import decoded_fingerprint
+    from kafka_zk_audit.snapshot.password_encoder import PasswordDecoder
+    from kafka_zk_audit.snapshot.secrets import Fingerprinter, warehouse_key
+    from kafka_zk_audit_testing.password_encoder import encode_password
+
+    secret, key = "parallel-encoder-secret", "listener.name.internal.ssl.key.password"
+    with Simulator(hosts=zk_server.hosts + zk_chroot) as simulator:
+        simulator.write(ClusterSpec(brokers=3, topics=12, partitions=2, groups=0, seed=4))
+        simulator.admin.create("/config/brokers/3", json.dumps({"version": 1, "config": {
+            key: encode_password("pw-of-broker-3", secret)}}).encode(), makepath=True)
+    settings = ZkSettings(hosts=zk_server.hosts, chroot=zk_chroot)
+    warehouse = Warehouse(str(tmp_path / "wh"))
+    reader = KazooClient(**settings.kazoo_kwargs())
+    reader.start(timeout=30)
+    try:
+        for snapshot_id, workers in (("20260101T000000Z", 1), ("20260101T000001Z", 3)):
+            manifest = write_snapshot(reader, settings, warehouse, snapshot_id,
+                                      SnapshotOptions(parallel_connections=workers), decoder=PasswordDecoder(secret))
+            assert len(manifest["workers"]) == workers
+    finally:
+        reader.stop()
+        reader.close()
+    expected = Fingerprinter(warehouse_key(warehouse)).fingerprint(b"pw-of-broker-3")
+    for snapshot_id in ("20260101T000000Z", "20260101T000001Z"):
+        [row] = [r for r in sorted_rows(warehouse, snapshot_id) if r["path"] == "/config/brokers/3"]
+        assert decoded_fingerprint(json.loads(row["data"])["config"][key]) == expected
+    assert not [p for p in tmp_path.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
