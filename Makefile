@@ -56,6 +56,7 @@ bench: setup
 	$(PY) bench/bench_history.py
 	$(PY) bench/bench_events.py
 	$(PY) bench/bench_kraft.py
+	$(PY) bench/bench_migration_diff.py
 
 # what a Kafka-like client sees while a 1,000,000-znode snapshot runs (BENCH_LOAD_ARGS=--quick: 100,000)
 bench-load: setup
