@@ -36,6 +36,7 @@ class AuditSparkConnectOperator(AuditSparkSubmitOperator):
         self.snapshot_ids = snapshot_ids
         self.audit_config = audit_config
         self.target_version = target_version
+        self._session: Any = None  # the Connect session while the audit runs through the server
 
     def execute(self, context: Any) -> None:
         from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
@@ -64,8 +65,22 @@ class AuditSparkConnectOperator(AuditSparkSubmitOperator):
         if not ids:
             raise AirflowException("no snapshot to audit: every snapshot task of the run failed (see their logs)")
         with connect_session(url) as spark:
-            results, failed = audit_snapshots(spark, Warehouse(self.warehouse), ids, self.audit_config or None,
-                                              self.target_version or None)
+            self._session = spark
+            try:
+                results, failed = audit_snapshots(spark, Warehouse(self.warehouse), ids, self.audit_config or None,
+                                                  self.target_version or None)
+            finally:
+                self._session = None
         if failed:
             raise AirflowException(f"the audit of {len(failed)} of {len(ids)} snapshot(s) failed: {', '.join(failed)}")
         return results
+
+    def on_kill(self) -> None:
+        """A killed task stops its audit in the server (every operation of its session, and the session: the audit
+        does not go on snapshot by snapshot), or its spark-submit."""
+        session = self._session
+        if session is not None:
+            session.interruptAll()
+            session.stop()
+            return
+        super().on_kill()
