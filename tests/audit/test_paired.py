@@ -61,3 +61,19 @@ def test_the_diffs_findings_take_severity_overrides_and_suppressions_like_any(sp
     assert rows["migration_diverged_topic"]["severity"] == "critical"  # the catalogue's default
     assert rows["migration_dual_write_lagging"]["severity"] == "warning"  # the settings' override
     assert rows["migration_diverged_topic"]["status"] == "new" and done.stats["s1"]["suppressed"] == 1
+
+
+def test_a_prepared_verdict_whose_entries_are_gone_is_unverified_with_a_finding(tmp_path):
+    from kafka_zk_audit.audit.paired import paired_verdicts
+    from kafka_zk_audit.contract.warehouse import Warehouse
+
+    warehouse = Warehouse(str(tmp_path / "wh"))
+    prepared = {"snapshot_id": "20260101T000000Z-m", "cluster": "m", "status": "prepared", "release": "3.9",
+                "offset": 40, "verified": False, "findings": [LAG], "equal": {}, "notes": [], "error": None}
+    warehouse.write_json(warehouse.migration_diff_path("20260101T000000Z-m"), prepared)
+    assert verification_chapter(prepared)["status"] == "unverified"  # laid out, never compared
+    verdicts = paired_verdicts(None, warehouse, ["20260101T000000Z-m"])  # nothing to compare: no Spark job
+    verdict = warehouse.read_migration_diff("20260101T000000Z-m")
+    assert verdict == verdicts["20260101T000000Z-m"] and verdict["status"] == "unverified"
+    assert [f["check_id"] for f in verdict["findings"]] == ["migration_dual_write_lagging", "migration_unverifiable"]
+    assert "entries" in verdict["error"] and paired_rows(verdicts)[1]["check_id"] == "migration_unverifiable"
