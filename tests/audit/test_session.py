@@ -132,8 +132,10 @@ def test_small_inputs_skip_code_generation_and_large_ones_keep_it(spark):
     try:
         assert size_spark_to(spark, 5_000_000) is False
         assert [spark.conf.get(key) for key in keys] == ["true", "FALLBACK", "true", str(10 * 1024 * 1024), "50"]
+        assert spark.conf.get("spark.sql.leafNodeDefaultParallelism", None) is None
         assert size_spark_to(spark, 1_000) is True
-        assert [spark.conf.get(key) for key in keys] == ["false", "NO_CODEGEN", "false", "-1", "2"]
+        assert [spark.conf.get(key) for key in keys] == ["false", "NO_CODEGEN", "false", "-1", "1"]
+        assert spark.conf.get("spark.sql.leafNodeDefaultParallelism", None) == "1"  # one task per local relation
         # interpreted expressions give what generated code gives, on a query with a join, an aggregate and a sort
         df = spark.range(50).selectExpr("id % 7 AS k", "concat('t', id) AS s")
         query = df.join(df.groupBy("k").count(), "k").orderBy("s").selectExpr("k", "s", "count")
@@ -141,6 +143,7 @@ def test_small_inputs_skip_code_generation_and_large_ones_keep_it(spark):
         size_spark_to(spark, 5_000_000)
         assert query.collect() == interpreted and len(interpreted) == 50
     finally:
+        size_spark_to(spark, 1_000)  # the small-batch settings the shared session keeps
         for key, value in before.items():
             spark.conf.set(key, value)
 

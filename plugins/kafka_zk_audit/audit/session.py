@@ -282,13 +282,20 @@ SMALL_SNAPSHOT_ZNODES = 200_000
 def size_spark_to(spark: SparkSession, rows: int) -> bool:
     """Spark's fixed costs dominate small inputs (a batch's znodes, a history's changes): skip code generation,
     adaptive re-planning and broadcast joins there (each broadcast is a Spark job of its own: a small audit batch
-    then runs in about 16 jobs, not 90), and size shuffles to the data (about one partition per 100,000 rows).
+    then runs in about 16 jobs, not 90), and size shuffles to the data (about one partition per 100,000 rows; one
+    for a small input, whose scans of local relations get one task too).
     Without code generation every expression is interpreted: the tasks of a small batch no longer spend most of
     their time compiling projections with Janino. Returns whether the input counts as small."""
     small = rows < SMALL_SNAPSHOT_ZNODES
     spark.conf.set("spark.sql.codegen.wholeStage", str(not small).lower())
     spark.conf.set("spark.sql.codegen.factoryMode", "NO_CODEGEN" if small else "FALLBACK")
     spark.conf.set("spark.sql.adaptive.enabled", str(not small).lower())
-    spark.conf.set("spark.sql.shuffle.partitions", str(max(2, min(200, rows // 100_000))))
+    # one task per stage for a small batch: its plans have a hundred-odd stages, each task costs milliseconds of
+    # scheduling, and one core runs a few hundred rows in no time (local relations too: their scan's parallelism)
+    spark.conf.set("spark.sql.shuffle.partitions", "1" if small else str(max(2, min(200, rows // 100_000))))
+    if small:
+        spark.conf.set("spark.sql.leafNodeDefaultParallelism", "1")
+    else:
+        spark.conf.unset("spark.sql.leafNodeDefaultParallelism")
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1" if small else str(10 * 1024 * 1024))
     return small
