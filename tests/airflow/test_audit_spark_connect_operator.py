@@ -19,7 +19,7 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from kafka_zk_audit.airflow.dag import build_event_dag
 from kafka_zk_audit.airflow.operators.audit_spark_connect import AuditSparkConnectOperator
 from kafka_zk_audit.airflow.operators.audit_spark_submit import AuditSparkSubmitOperator
-from kafka_zk_audit.audit.connect import ConnectServer
+from kafka_zk_audit.audit.connect import ConnectServer, warm_up
 from kafka_zk_audit.audit.job import run_audit
 from kafka_zk_audit.audit.session import CONNECT_MODE_ENV
 from kafka_zk_audit.cli.main import main as cli
@@ -34,8 +34,12 @@ SPEC = ClusterSpec(era="3.x", brokers=3, racks=3, topics=4, partitions=2, replic
 
 @pytest.fixture(scope="module")
 def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectServer]:
-    """A real Spark Connect server on 127.0.0.1 (``local[2]``), as ``kafka-zk-audit connect-server start`` runs it."""
-    server = ConnectServer(tmp_path_factory.mktemp("connect-server"), port=free_port(), master="local[2]").start()
+    """A real Spark Connect server on 127.0.0.1 (``local[2]``), started by ``kafka-zk-audit connect-server start``."""
+    folder = tmp_path_factory.mktemp("connect-server")
+    started = cli(["connect-server", "start", "--port", str(free_port()), "--master", "local[2]", "--dir", str(folder)])
+    assert started == 0
+    server = ConnectServer.recorded(folder)
+    assert server is not None and server.is_serving() and server.master == "local[2]"
     yield server
     server.stop()
 
@@ -100,6 +104,11 @@ def test_the_event_dag_audits_through_the_connect_server_as_the_classic_session_
     through_rows, classic_rows = written(through, snapshot_id), written(classic, snapshot_id)
     assert "findings" in through_rows and len(through_rows) > 30
     assert through_rows == classic_rows
+
+    # connect-server start --warm-up: one more audit of the newest snapshot through the server, the warehouse only read
+    files = sorted(str(path) for path in through.rglob("*"))
+    assert warm_up(connect_server.url, str(through)) == snapshot_id
+    assert sorted(str(path) for path in through.rglob("*")) == files
 
 
 def test_a_connect_server_that_does_not_answer_makes_the_audit_a_spark_submit(airflow_db, zk_server, tmp_path,

@@ -260,3 +260,27 @@ def audit_snapshots(spark: SparkSession, warehouse: Warehouse, snapshot_ids: Seq
             log.exception("the audit of the %d snapshot(s) together failed; auditing each alone", len(ready))
             failed += audit_each_alone(spark, warehouse, batch, target_version)
     return results, failed
+
+
+def warm_up(url: str, warehouse_root: str) -> str | None:
+    """One audit through the server at ``url`` of the newest complete snapshot of the warehouse at
+    ``warehouse_root``, without its baseline, written to a scratch folder that is removed (the warehouse is only
+    read): the server's JVM compiles the audit's code before the first event needs it. Returns the snapshot id, or
+    None when the warehouse holds none."""
+    import dataclasses
+    import tempfile
+
+    from kafka_zk_audit.audit.batch import Batch
+    from kafka_zk_audit.audit.job import audit_batch, plan_batch
+    from kafka_zk_audit.contract.warehouse import Warehouse
+
+    warehouse = Warehouse(warehouse_root)
+    ids = warehouse.complete_snapshots()
+    if not ids:
+        return None
+    newest = ids[-1]
+    batch = Batch(tuple(dataclasses.replace(s, baseline_id=None)
+                        for s in plan_batch(warehouse, [newest], None).snapshots))
+    with tempfile.TemporaryDirectory(prefix="kafka-zk-audit-warm-up-") as scratch, connect_session(url) as spark:
+        audit_batch(spark, warehouse, batch, output=Warehouse(scratch), for_gate=False)
+    return newest

@@ -1,11 +1,13 @@
 """``kafka-zk-audit connect-server``: the long-lived Spark Connect server the event-driven DAG's audit can run through.
 
     kafka-zk-audit connect-server start [--port 15002] [--master local[*]] [--driver-memory 2g] [--dir DIR]
+                                        [--warm-up [WAREHOUSE]]
     kafka-zk-audit connect-server status [--dir DIR]
     kafka-zk-audit connect-server stop [--dir DIR]
 
 ``start`` launches the server (spark-submit of Spark's ``SparkConnectServer``) on 127.0.0.1, waits until it answers a
-Spark Connect ping and prints the Airflow connection that reaches it; ``stop`` stops it by its recorded pid. Its
+Spark Connect ping and prints the Airflow connection that reaches it (with ``--warm-up``, after one audit of the
+warehouse's newest snapshot through it, into a scratch folder); ``stop`` stops it by its recorded pid. Its
 folder (``--dir``, default ``$KAFKA_ZK_AUDIT_CONNECT_DIR``, else ``~/.kafka-zk-audit/connect-server``) holds its pid,
 port and log. Exit codes: 0 done (``status``: it serves), 1 ``status``: it does not serve, 2 usage error (the port is
 taken, a server already runs from that folder), 3 it could not start.
@@ -34,6 +36,9 @@ def add_parser(sub: Any) -> None:
     start.add_argument("--master", default="local[*]", help="the Spark master of its JVM (default local[*])")
     start.add_argument("--driver-memory", default=None, help="its JVM's heap, e.g. 2g (default Spark's, 1g)")
     start.add_argument("--timeout", type=float, default=180.0, help="seconds to wait until it serves (default 180)")
+    start.add_argument("--warm-up", nargs="?", const="", default=None, metavar="WAREHOUSE",
+                       help="then audit the newest snapshot of this warehouse (default $KAFKA_ZK_AUDIT_WAREHOUSE or "
+                            "./warehouse) through it, into a scratch folder: the first event's audit finds it warm")
     start.set_defaults(handler=start_server)
     actions.add_parser("status", parents=[folder], help="whether it serves, its pid and address").set_defaults(
         handler=server_status)
@@ -72,9 +77,31 @@ def start_server(args: argparse.Namespace) -> int:
         return fail(EXIT_INCOMPLETE, str(exc))
     say(f"serving on {server.url} (pid {server.pid}); stop it with: kafka-zk-audit connect-server stop"
         + (f" --dir {folder}" if args.dir else ""))
+    if args.warm_up is not None:
+        warm_up_server(server, args.warm_up)
     print("# the Airflow connection that reaches it; name it in the settings' events.spark_connect_conn_id")
     print(f"export AIRFLOW_CONN_SPARK_CONNECT_DEFAULT='{connection_json(server)}'")
     return EXIT_DONE
+
+
+def warm_up_server(server: Any, warehouse: str) -> None:
+    """The ``--warm-up`` audit (a failure is said, not fatal: the server serves)."""
+    import time
+
+    from kafka_zk_audit.audit.connect import warm_up
+    from kafka_zk_audit.contract.warehouse import default_warehouse
+
+    root = warehouse or default_warehouse()
+    began = time.monotonic()
+    try:
+        snapshot_id = warm_up(server.url, root if "://" in root else str(Path(root).resolve()))
+    except Exception as exc:  # the server serves either way
+        say(f"the warm-up audit failed ({type(exc).__name__}: {str(exc)[:300]}); the server serves, cold")
+        return
+    if snapshot_id is None:
+        say(f"no snapshot in {root} to warm up with; the server serves, cold")
+    else:
+        say(f"warmed up with an audit of {snapshot_id} in {time.monotonic() - began:.1f}s")
 
 
 def server_status(args: argparse.Namespace) -> int:
