@@ -83,7 +83,7 @@ def start_server(work: Path) -> tuple[Any, float]:
 def client(url: str, root: str, snapshot_id: str) -> int:
     """One audit through the Connect server at ``url`` (run in a fresh process), as the event DAG's Connect audit
     task runs it: prints its findings count."""
-    from kafka_zk_audit.audit.connect import audit_snapshots
+    from kafka_zk_audit.audit.job import audit_snapshots
     from kafka_zk_audit.audit.session import connect_session
     from kafka_zk_audit.contract.warehouse import Warehouse
 

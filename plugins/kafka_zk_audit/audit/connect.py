@@ -24,10 +24,9 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from kafka_zk_audit.audit.session import (
@@ -40,9 +39,8 @@ from kafka_zk_audit.audit.session import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
 
-    from kafka_zk_audit.contract.warehouse import Warehouse
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -233,33 +231,6 @@ def _wait_gone(pid: int, timeout: float) -> bool:
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.1)
-
-
-def audit_snapshots(spark: SparkSession, warehouse: Warehouse, snapshot_ids: Sequence[str],
-                    config_path: str | None, target_version: str | None = None) -> tuple[dict[str, Any], list[str]]:
-    """The audit app's work (``audit.job.main``) on a given session: every snapshot with a manifest audited in one
-    batch, each alone should the batch fail. Returns the figures by snapshot id and the ids that could not be
-    audited."""
-    from kafka_zk_audit.audit.job import audit_batch, audit_each_alone, plan_batch
-    from kafka_zk_audit.contract.warehouse import read_manifest
-
-    failed, ready = [], []
-    for snapshot_id in snapshot_ids:
-        try:
-            read_manifest(warehouse, snapshot_id)
-            ready.append(snapshot_id)
-        except Exception as exc:
-            log.error("snapshot %s cannot be audited: %s; going on with the others", snapshot_id, exc)
-            failed.append(snapshot_id)
-    results: dict[str, Any] = {}
-    if ready:
-        batch = plan_batch(warehouse, ready, config_path)
-        try:
-            results = audit_batch(spark, warehouse, batch, target_version=target_version)
-        except Exception:
-            log.exception("the audit of the %d snapshot(s) together failed; auditing each alone", len(ready))
-            failed += audit_each_alone(spark, warehouse, batch, target_version)
-    return results, failed
 
 
 def warm_up(url: str, warehouse_root: str) -> str | None:

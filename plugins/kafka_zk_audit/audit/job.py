@@ -346,6 +346,36 @@ def audit_each_alone(spark: SparkSession, warehouse: Warehouse, batch: Batch,
     return failed
 
 
+def readable_snapshots(warehouse: Warehouse, snapshot_ids: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(those with a manifest, those without): a snapshot that cannot be audited is logged, the others go on."""
+    ready, failed = [], []
+    for snapshot_id in snapshot_ids:
+        try:
+            read_manifest(warehouse, snapshot_id)
+            ready.append(snapshot_id)
+        except Exception as exc:
+            log.error("snapshot %s cannot be audited: %s; going on with the others", snapshot_id, exc)
+            failed.append(snapshot_id)
+    return ready, failed
+
+
+def audit_snapshots(spark: SparkSession, warehouse: Warehouse, snapshot_ids: Sequence[str],
+                    config_path: str | None, target_version: str | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The audit app's work on a given session (the app's own, or a Spark Connect server's): every snapshot with a
+    manifest audited in one batch, each alone should the batch fail. Returns the figures by snapshot id and the ids
+    that could not be audited."""
+    ready, failed = readable_snapshots(warehouse, snapshot_ids)
+    results: dict[str, Any] = {}
+    if ready:
+        batch = plan_batch(warehouse, ready, config_path)
+        try:
+            results = audit_batch(spark, warehouse, batch, target_version=target_version)
+        except Exception:
+            log.exception("the audit of the %d snapshot(s) together failed; auditing each alone", len(ready))
+            failed += audit_each_alone(spark, warehouse, batch, target_version)
+    return results, failed
+
+
 def main(argv: list[str] | None = None) -> int:
     """spark-submit entry: ``--warehouse DIR --snapshot-ids ID[,ID...] [--config FILE] [--target-version V]``.
 
@@ -380,26 +410,14 @@ def main(argv: list[str] | None = None) -> int:
         log.error("no snapshot to audit: every snapshot task of the run failed (see their logs)")
         return 2
     warehouse = Warehouse(args.warehouse)
-    failed, ready = [], []
-    for snapshot_id in snapshot_ids:
-        try:
-            read_manifest(warehouse, snapshot_id)
-            ready.append(snapshot_id)
-        except Exception as exc:
-            log.error("snapshot %s cannot be audited: %s; going on with the others", snapshot_id, exc)
-            failed.append(snapshot_id)
+    ready, failed = readable_snapshots(warehouse, snapshot_ids)
     if ready:
         main_started = time.time()
         spark = get_spark(f"kafka-zk-audit {','.join(ready)}"[:200])
         log.info("profile %s", json.dumps({"main_started": main_started,
                                            "session_seconds": round(time.time() - main_started, 3)}))
         try:
-            batch = plan_batch(warehouse, ready, args.config or None)
-            try:
-                audit_batch(spark, warehouse, batch, target_version=args.target_version)
-            except Exception:
-                log.exception("the audit of the %d snapshot(s) together failed; auditing each alone", len(ready))
-                failed += audit_each_alone(spark, warehouse, batch, args.target_version)
+            failed += audit_snapshots(spark, warehouse, ready, args.config or None, args.target_version)[1]
         finally:
             spark.stop()
     if failed:

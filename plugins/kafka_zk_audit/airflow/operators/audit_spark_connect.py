@@ -2,7 +2,7 @@
 
 The provider's ``spark_connect`` connection (``SparkConnectHook``: host, port, and optionally a user id, a token and
 ``use_ssl``) names the server, e.g. one of ``kafka-zk-audit connect-server start``. The task is a Spark Connect
-client: it runs the audit app's work (:func:`kafka_zk_audit.audit.connect.audit_snapshots`) in a new session of the
+client: it runs the audit app's work (:func:`kafka_zk_audit.audit.job.audit_snapshots`) in a new session of the
 server, whose JVM stays warm between audits. When the server does not answer, the task says so in its log and audits
 with spark-submit as the default audit task does (its alert is late, never lost).
 """
@@ -57,7 +57,7 @@ class AuditSparkConnectOperator(AuditSparkSubmitOperator):
 
     def audit_through(self, url: str) -> dict[str, Any]:
         """The audit in a new session of the server at ``url``; the figures by snapshot id."""
-        from kafka_zk_audit.audit.connect import audit_snapshots
+        from kafka_zk_audit.audit.job import audit_snapshots
         from kafka_zk_audit.audit.session import connect_session
         from kafka_zk_audit.contract.warehouse import Warehouse
 
