@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafka_zk_audit.audit.connect import wait_gone
 from kafka_zk_audit.audit.session import C1_ONLY_JAVA_OPTION
 
 ZOOKEEPER_JARS = ("/usr/share/java/zookeeper.jar", "/usr/share/java/slf4j-simple.jar")
@@ -235,29 +236,12 @@ class ZooKeeperServer:
         pid = int(self.pid_file.read_text())
         try:
             os.kill(pid, sig)
-            if not _wait_gone(pid, timeout):
+            if not wait_gone(pid, timeout):
                 os.kill(pid, signal.SIGKILL)
-                _wait_gone(pid, 15.0)
+                wait_gone(pid, 15.0)
         except ProcessLookupError:
             pass
         self.pid_file.unlink(missing_ok=True)
-
-
-def _wait_gone(pid: int, timeout: float) -> bool:
-    """Wait until process ``pid`` has exited (reaping it when it is our child); True if it did in time."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                return True
-        except ChildProcessError:  # not our child: poll for its existence instead
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.05)
 
 
 @dataclass

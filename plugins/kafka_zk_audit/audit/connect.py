@@ -208,15 +208,15 @@ class ConnectServer:
             return False
         try:
             os.kill(pid, signal.SIGTERM)
-            if not _wait_gone(pid, timeout):
+            if not wait_gone(pid, timeout):
                 os.kill(pid, signal.SIGKILL)
-                _wait_gone(pid, 15.0)
+                wait_gone(pid, 15.0)
         except ProcessLookupError:
             pass
         return True
 
 
-def _wait_gone(pid: int, timeout: float) -> bool:
+def wait_gone(pid: int, timeout: float) -> bool:
     """Wait until process ``pid`` has exited (reaping it when it is our child); True if it did in time."""
     deadline = time.monotonic() + timeout
     while True:
