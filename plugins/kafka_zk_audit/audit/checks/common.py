@@ -1,9 +1,9 @@
-"""Shared building blocks of the checks: the output shape, the evidence formatting, per-snapshot facts and the
-lookup of a check's function in its family module.
+"""Shared building blocks of the checks: the evidence formatting, the per-snapshot facts, the ``check`` decorator of
+the catalogue's checks and the lookup of a check in its family module.
 
-Every frame is keyed by ``snapshot_id`` (``KEY``): a check's output keeps its rows' key, and a fact about
-a whole snapshot (its registered brokers, whether a KRaft controller holds /controller) is one row per
-snapshot, attached to rows with a left join on the key and a default for snapshots without any.
+Every frame is keyed by ``snapshot_id`` (``KEY``): a fact about a whole snapshot (its registered brokers, whether a
+KRaft controller holds /controller) is one row per snapshot, joined onto a frame's rows by the engine on the key,
+with a default for snapshots without any.
 """
 
 from __future__ import annotations
@@ -15,12 +15,10 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit import sql_text
-from kafka_zk_audit.audit.checks.engine import Fact, Finds, Rule, View
+from kafka_zk_audit.audit.checks.engine import ColumnLike, Fact, Finds, Rule, View
 from kafka_zk_audit.audit.checks.engine import check as engine_check
 from kafka_zk_audit.contract.catalogue import BY_ID
-from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, KEY
-
-ColumnLike = Column | str | None
+from kafka_zk_audit.contract.schemas import KEY
 
 
 def _sql(value: ColumnLike) -> Column | str:
@@ -34,46 +32,6 @@ def _column(value: ColumnLike) -> Column:
     if value is None:
         return F.lit(None)
     return F.col(value) if isinstance(value, str) else value
-
-
-def to_output(
-    rows: DataFrame,
-    check_id: str,
-    *,
-    path: ColumnLike,
-    detail: Column,
-    topic: ColumnLike = None,
-    partition: ColumnLike = None,
-    group_id: ColumnLike = None,
-    broker_id: ColumnLike = None,
-    explained: Column | None = None,
-) -> DataFrame:
-    """The rows of a check as keyed CHECK_OUTPUT: snapshot key, check id, subject (null when not given), path,
-    detail, and whether the row is explained (a known, harmless cause; default False)."""
-    values = {
-        "check_id": sql_text.string_literal(check_id),
-        "topic": _sql(topic),
-        "partition": _sql(partition),
-        "group_id": _sql(group_id),
-        "broker_id": _sql(broker_id),
-        "path": _sql(path),
-        "detail": detail,
-        "explained": F.coalesce(explained, F.lit(False)) if explained is not None else "false",
-    }
-    columns: list[Column] = []
-    for field in CHECK_OUTPUT.fields:  # names and constants as SQL text: one JVM round trip for each column
-        value = values[field.name]
-        if isinstance(value, Column):
-            columns.append(value.cast(sql_text.sql_type(field.dataType)).alias(field.name))
-        else:
-            name = sql_text.identifier(field.name)
-            columns.append(sql_text.expr(f"{sql_text.cast(value, field.dataType)} AS {name}"))
-    return rows.select(KEY, *columns)
-
-
-def empty_output(like: DataFrame, check_id: str) -> DataFrame:
-    """No findings, in the CHECK_OUTPUT shape (for history checks without a baseline)."""
-    return to_output(like.where(F.lit(False)), check_id, path=None, detail=F.lit(None))
 
 
 def text(value: ColumnLike) -> Column:
@@ -140,12 +98,6 @@ def registered_broker_ids(brokers: DataFrame) -> DataFrame:
 REGISTERED_BROKERS = Fact("registered_brokers", registered_broker_ids, defaults={"registered_brokers": empty_ints})
 
 
-def with_registered_brokers(rows: DataFrame, brokers: DataFrame) -> DataFrame:
-    """The rows with column registered_brokers: their snapshot's broker ids (empty when it has none)."""
-    return rows.join(registered_broker_ids(brokers), KEY, "left").withColumn(
-        "registered_brokers", F.coalesce(F.col("registered_brokers"), empty_ints()))
-
-
 def instant(epoch_ms: ColumnLike) -> Column:
     """Epoch milliseconds as an ISO-8601 instant with its offset, e.g. 2027-01-15T08:00:00Z."""
     return F.date_format(F.timestamp_millis(_column(epoch_ms).cast("long")), "yyyy-MM-dd'T'HH:mm:ssXXX")
@@ -172,10 +124,9 @@ def kraft_migration(controller: DataFrame) -> DataFrame:
 KRAFT_MIGRATION = Fact("kraft_migration", kraft_migration, defaults={"kraft_migration": lambda: F.lit(False)})
 
 
-def with_kraft_migration(rows: DataFrame, controller: DataFrame) -> DataFrame:
-    """The rows with column kraft_migration of their snapshot (False when it has no /controller)."""
-    return rows.join(kraft_migration(controller), KEY, "left").withColumn(
-        "kraft_migration", F.coalesce(F.col("kraft_migration"), F.lit(False)))
+def partition_finds(where: Column, detail: Column, explained: Column | None = None) -> Finds:
+    """``Finds`` of a partition's check: the subject is the row's topic, partition and path."""
+    return Finds(where=where, detail=detail, topic="topic", partition="partition", path="path", explained=explained)
 
 
 def check(on: str | View, *, facts: Sequence[Fact] = ()) -> Callable[[Callable[..., Finds]], Rule]:

@@ -13,7 +13,15 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from kafka_zk_audit.audit.checks.common import check, duration, empty_ints, instant, int_list, say
+from kafka_zk_audit.audit.checks.common import (
+    check,
+    duration,
+    empty_ints,
+    instant,
+    int_list,
+    partition_finds,
+    say,
+)
 from kafka_zk_audit.audit.checks.engine import Finds, fact, view
 from kafka_zk_audit.audit.params import Params
 from kafka_zk_audit.contract.schemas import KEY
@@ -23,14 +31,6 @@ RESERVED_DIRECTORIES = ("AAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAQ", "AAA
 METADATA_VERSION = "metadata.version"
 REPLAY_ANOMALIES = ("unknown_partition_changed", "unknown_topic_removed", "unknown_broker_changed")
 PARTITION = (KEY, "topic", "partition")
-
-
-def _kraft_partition_path() -> Column:
-    return F.concat(F.lit("/kraft/partitions/"), F.col("topic"), F.lit("/"), F.col("partition").cast("string"))
-
-
-def _partition_finds(where: Column, detail: Column) -> Finds:
-    return Finds(where=where, detail=detail, topic="topic", partition="partition", path="path")
 
 
 @fact(on=(KEY, "leader"), defaults={"leader_is_fenced": lambda: F.lit(False)})
@@ -45,7 +45,7 @@ def leader_fenced() -> Finds:
     """A partition's leader (when >= 0) is not a fenced broker: the controller elects only active brokers and moves
     leadership off a broker it fences (ReplicationControlManager.handleBrokerFenced, PartitionChangeBuilder with
     isAcceptableLeader = BrokerHeartbeatManager.isActive). An unregistered leader is leader_not_alive's."""
-    return _partition_finds(F.col("has_state") & (F.col("leader") >= 0) & F.col("leader_is_fenced"),
+    return partition_finds(F.col("has_state") & (F.col("leader") >= 0) & F.col("leader_is_fenced"),
                             say("leader %s is fenced", "leader"))
 
 
@@ -68,7 +68,7 @@ def elr_invalid() -> Finds:
     detail = F.when(F.size(in_isr) > 0, say("elr %s overlaps isr %s (in both: %s)", int_list("elr"),
                                             int_list("partition_isr"), int_list(in_isr))).otherwise(
         say("elr members %s are not replicas %s", int_list(strangers), int_list("partition_replicas")))
-    return _partition_finds(where, detail)
+    return partition_finds(where, detail)
 
 
 @view
@@ -171,7 +171,7 @@ def partition_reassignment_stuck(params: Params) -> Finds:
     detail = say("adding %s, removing %s since offset %s (%s), pending for %s", int_list("reassignment_adding"),
                  int_list("reassignment_removing"), "reassigning_since_offset", instant("reassigning_since"),
                  duration(age_ms))
-    return _partition_finds(where, detail)
+    return partition_finds(where, detail)
 
 
 def _kind(kind: str) -> Column:
@@ -182,7 +182,7 @@ def _kind(kind: str) -> Column:
 def log_epoch_regressed() -> Finds:
     """A partition's leader epoch and partition epoch never go back within the log: a change only bumps them
     (PartitionRegistration.merge); a PartitionRecord that replaces a partition with lower epochs breaks fencing."""
-    return _partition_finds(_kind("epoch_regressed"),
+    return partition_finds(_kind("epoch_regressed"),
                             say("a PartitionRecord at offset %s sets %s of %s", "offset", "detail", "subject"))
 
 

@@ -15,6 +15,7 @@ from kafka_zk_audit.audit.checks.common import (
     check,
     empty_ints,
     int_list,
+    partition_finds,
     previous_snapshot,
     say,
 )
@@ -36,10 +37,6 @@ def _isr() -> Column:
 
 def _replicas() -> Column:
     return F.coalesce(F.col("replicas"), empty_ints())
-
-
-def _partition_finds(where: Column, detail: Column, explained: Column | None = None) -> Finds:
-    return Finds(where=where, detail=detail, topic="topic", partition="partition", path="path", explained=explained)
 
 
 @fact(on=(KEY, "topic", "partition"), defaults={"adding": empty_ints})
@@ -89,7 +86,7 @@ def _replication_factor(replicas: Column, adding: Column) -> Column:
 @check("partitions")
 def leader_not_in_isr() -> Finds:
     """A partition's leader (when >= 0) is a member of its isr."""
-    return _partition_finds(
+    return partition_finds(
         _has_state() & (F.col("leader") >= 0) & ~F.array_contains(_isr(), F.col("leader")),
         say("leader %s not in isr %s", "leader", int_list("isr")))
 
@@ -98,7 +95,7 @@ def leader_not_in_isr() -> Finds:
 def isr_not_subset_of_replicas() -> Finds:
     """Every isr member of an assigned partition is one of its assigned replicas."""
     strangers = F.array_except(_isr(), _replicas())
-    return _partition_finds(
+    return partition_finds(
         _has_state() & _assigned() & (F.size(strangers) > 0),
         say("isr members %s of isr %s are not in replicas %s", int_list(strangers), int_list("isr"),
             int_list("replicas")))
@@ -108,7 +105,7 @@ def isr_not_subset_of_replicas() -> Finds:
 def leader_not_alive() -> Finds:
     """A partition's leader (when >= 0) is registered under /brokers/ids (not checked during a ZK -> KRaft
     migration, when brokers running in KRaft mode lead partitions without being there)."""
-    return _partition_finds(
+    return partition_finds(
         _has_state() & (F.col("leader") >= 0) & ~F.array_contains("registered_brokers", F.col("leader"))
         & ~F.col("kraft_migration"),
         say("leader %s is not registered under /brokers/ids", "leader"))
@@ -123,7 +120,7 @@ def offline_partition() -> Finds:
         (F.col("leader") == -1) | ((F.size(live_isr) == 0) & ~F.col("kraft_migration")))
     detail = F.when(F.col("leader") == -1, say("leader is -1 (no leader), isr %s", int_list("isr"))).otherwise(
         say("no member of isr %s is registered under /brokers/ids", int_list("isr")))
-    return _partition_finds(where, detail)
+    return partition_finds(where, detail)
 
 
 @check("partitions", facts=(adding,))
@@ -137,7 +134,7 @@ def under_replicated() -> Finds:
         say("isr %s has %s of replication factor %s (replicas %s, of which %s are being added)",
             int_list("isr"), F.size(_isr()), rf, int_list("replicas"), int_list("adding")),
     ).otherwise(say("isr %s has %s of %s replicas %s", int_list("isr"), F.size(_isr()), rf, int_list("replicas")))
-    return _partition_finds(_has_state() & _assigned() & (F.size(_isr()) < rf), detail)
+    return partition_finds(_has_state() & _assigned() & (F.size(_isr()) < rf), detail)
 
 
 @check("partitions", facts=(adding, queued_for_deletion))
@@ -151,7 +148,7 @@ def preferred_leader_not_leader() -> Finds:
     adding_preferred_outside_isr = F.array_contains("adding", preferred) & ~F.array_contains(_isr(), preferred)
     where = (_has_state() & _assigned() & (F.col("leader") >= 0) & (F.size("replicas") > 0)
              & (F.col("leader") != preferred) & ~F.col("queued_for_deletion") & ~adding_preferred_outside_isr)
-    return _partition_finds(where, say("leader %s is not the preferred replica %s of replicas %s",
+    return partition_finds(where, say("leader %s is not the preferred replica %s of replicas %s",
                                        "leader", preferred, int_list("replicas")))
 
 
@@ -160,7 +157,7 @@ def replica_on_unknown_broker() -> Finds:
     """Every assigned replica's broker is registered under /brokers/ids (not checked during a ZK -> KRaft
     migration, when brokers running in KRaft mode hold replicas without being registered there)."""
     unknown = F.array_except(_replicas(), F.col("registered_brokers"))
-    return _partition_finds((F.size(unknown) > 0) & ~F.col("kraft_migration"),
+    return partition_finds((F.size(unknown) > 0) & ~F.col("kraft_migration"),
                             say("replicas %s of %s are not registered under /brokers/ids", int_list(unknown),
                                 int_list("replicas")))
 
@@ -171,7 +168,7 @@ def duplicate_replica() -> Finds:
     repeated = F.array_distinct(
         F.filter("replicas", lambda r: F.size(F.filter("replicas", lambda s: s == r)) > 1)
     )
-    return _partition_finds(F.size(repeated) > 0, say("brokers %s appear more than once in replicas %s",
+    return partition_finds(F.size(repeated) > 0, say("brokers %s appear more than once in replicas %s",
                                                       int_list(repeated), int_list("replicas")))
 
 
@@ -200,14 +197,14 @@ def replication_factor_inconsistent() -> Finds:
 @check("partitions")
 def partition_state_missing() -> Finds:
     """Every assigned partition has a .../partitions/<p>/state znode."""
-    return _partition_finds(F.col("assigned") & ~_has_state(),
+    return partition_finds(F.col("assigned") & ~_has_state(),
                             say("partition %s is assigned in the topic znode but has no state znode", "partition"))
 
 
 @check("partitions")
 def partition_state_orphaned() -> Finds:
     """Every partition state znode belongs to a partition of the topic's assignment."""
-    return _partition_finds(F.col("has_state") & ~_assigned(),
+    return partition_finds(F.col("has_state") & ~_assigned(),
                             say("state znode of partition %s, which is not in the topic's assignment", "partition"))
 
 
@@ -229,7 +226,7 @@ def partition_epoch_ahead_of_controller() -> Finds:
         say("controller_epoch %s in state > /controller_epoch %s and > KRaft controller epoch %s",
             "controller_epoch", "cluster_epoch", "allowed_epoch"),
     ).otherwise(say("controller_epoch %s in state > /controller_epoch %s", "controller_epoch", "cluster_epoch"))
-    return _partition_finds(where, detail)
+    return partition_finds(where, detail)
 
 
 @view
@@ -259,7 +256,7 @@ def leader_epoch_regressed() -> Finds:
     """A partition's leader_epoch never decreases between snapshots (unless the topic was recreated: a different
     czxid means the topic was deleted and created again, and its epochs start over)."""
     recreated = F.coalesce(F.col("czxid_now") != F.col("czxid_before"), F.lit(False))
-    return _partition_finds((F.col("leader_epoch") < F.col("previous_leader_epoch")) & ~recreated,
+    return partition_finds((F.col("leader_epoch") < F.col("previous_leader_epoch")) & ~recreated,
                             say("leader_epoch %s < %s in previous snapshot%s",
                                 "leader_epoch", "previous_leader_epoch", "previous_snapshot"))
 
