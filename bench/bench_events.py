@@ -170,8 +170,10 @@ LATENCY_SPEC = {"era": "3.x", "brokers": 3, "racks": 1, "topics": 4, "partitions
                 "groups": 1, "consumers_per_group": 1, "threads_per_consumer": 1, "topics_per_group": 1}
 
 
-def latency(server: ZooKeeperServer, tmp: Path, runs: int) -> dict[str, list[float]]:
-    """Planted leader_not_in_isr -> trigger alert, repair -> resolve, ``runs`` times, under a real scheduler."""
+def latency(server: ZooKeeperServer, tmp: Path, runs: int, connect_port: int | None = None) -> dict[str, list[float]]:
+    """Planted leader_not_in_isr -> trigger alert, repair -> resolve, ``runs`` times, under a real scheduler; with
+    ``connect_port`` the event DAG's audit runs through the Spark Connect server on that port of 127.0.0.1
+    (``events.spark_connect_conn_id``)."""
     import yaml
 
     from kafka_zk_audit.cli.runner import airflow_env, ensure_metadata_db
@@ -179,25 +181,31 @@ def latency(server: ZooKeeperServer, tmp: Path, runs: int) -> dict[str, list[flo
     from kafka_zk_audit_testing.receivers import webhook_receiver
     from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
 
-    server.ensure_chroot("/lat")
-    sim = Simulator(hosts=f"{server.hosts}/lat")
+    chroot = "/lat" if connect_port is None else "/lat-connect"  # each call its own cluster
+    server.ensure_chroot(chroot)
+    sim = Simulator(hosts=f"{server.hosts}{chroot}")
     sim.write(ClusterSpec(**LATENCY_SPEC))
     planted = sim.plant("leader_not_in_isr")
-    writer = KazooClient(hosts=f"{server.hosts}/lat")
+    writer = KazooClient(hosts=f"{server.hosts}{chroot}")
     writer.start(timeout=15)
     broken = writer.get(planted.path)[0]
     replicas = json.loads(writer.get(f"/brokers/topics/{planted.topic}")[0])["partitions"]["0"]
     healthy = json.dumps({**json.loads(broken), "isr": replicas}).encode()
     writer.set(planted.path, healthy)  # healthy before the services start
     settings = tmp / "settings.yaml"
+    events = {"enabled": True, "quiet_period": "2s", "max_delay": "10s"}
+    if connect_port is not None:
+        events["spark_connect_conn_id"] = "spark_connect_bench"
     settings.write_text(yaml.safe_dump({"schedule": None, "clusters": [{"name": "lat", "zk_conn_id": "zk_lat"}],
-                                        "alerts": {"webhook_conn_id": "hook"},
-                                        "events": {"enabled": True, "quiet_period": "2s", "max_delay": "10s"}}))
+                                        "alerts": {"webhook_conn_id": "hook"}, "events": events}))
     env = airflow_env(airflow_home=tmp / "airflow", base={k: v for k, v in os.environ.items()
                                                            if not k.startswith("AIRFLOW")})
     env.update({"KAFKA_ZK_AUDIT_CONFIG": str(settings), "KAFKA_ZK_AUDIT_WAREHOUSE": str(tmp / "wh"),
                 "AIRFLOW_CONN_ZK_LAT": json.dumps({"conn_type": "zookeeper", "host": server.hosts,
-                                                   "extra": {"chroot": "/lat"}})})
+                                                   "extra": {"chroot": chroot}})})
+    if connect_port is not None:
+        env["AIRFLOW_CONN_SPARK_CONNECT_BENCH"] = json.dumps({"conn_type": "spark_connect", "host": "127.0.0.1",
+                                                              "port": connect_port})
     ensure_metadata_db(env)
     result: dict[str, list[float]] = {"alert": [], "resolve": [], "run": []}
     with webhook_receiver() as webhook:
