@@ -5,11 +5,15 @@ frames)``) therefore analyzes the first frames n times over, and planning grows 
 united: the checks' 60-odd outputs, the normalized tables collected in one job. Uniting them pairwise, then the
 pairs, and so on, analyzes each frame about log2(n) times. The optimizer flattens the nested unions into one
 (``CombineUnions``): the executed plan is the same as the chain's.
+
+Every union is still a DataFrame of its own, analyzed when it is built. ``union_sql`` writes the whole union as one
+``spark.sql`` statement (``UNION ALL`` of the frames, each through a select written as SQL text): one DataFrame and
+one analysis however many frames it unites.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pyspark.sql import DataFrame
 
@@ -29,6 +33,30 @@ def union_all(frames: Sequence[DataFrame], *, by_name: bool = True, allow_missin
             paired.append(level[-1])
         level = paired
     return level[0]
+
+
+def braces_escaped(sql: str) -> str:
+    """SQL text as a literal part of a ``spark.sql`` template (its braces doubled)."""
+    return sql.replace("{", "{{").replace("}", "}}")
+
+
+def sql_over(sql: str, frames: Mapping[str, DataFrame]) -> DataFrame:
+    """One ``spark.sql`` statement over DataFrames: ``sql`` names each frame ``{name}`` (PySpark gives each a
+    temporary view for the statement; other braces of the text doubled, ``braces_escaped``). One DataFrame."""
+    spark = next(iter(frames.values())).sparkSession
+    return spark.sql(sql, **frames)
+
+
+def union_sql(frames: Sequence[DataFrame], selects: Sequence[str] | None = None) -> DataFrame:
+    """The frames' rows as ONE DataFrame: a ``spark.sql`` ``UNION ALL`` of them by position, each frame through its
+    select list of ``selects`` (SQL text; default ``*``). Raises ValueError without a frame."""
+    if not frames:
+        raise ValueError("union_sql needs at least one frame")
+    lists = list(selects) if selects is not None else ["*"] * len(frames)
+    if len(lists) != len(frames):
+        raise ValueError(f"union_sql: {len(frames)} frames but {len(lists)} select lists")
+    branches = [f"SELECT {braces_escaped(columns)} FROM {{_{index}}}" for index, columns in enumerate(lists)]
+    return sql_over("\nUNION ALL\n".join(branches), {f"_{index}": frame for index, frame in enumerate(frames)})
 
 
 def only_columns(frame: DataFrame, columns: Sequence[str]) -> DataFrame:
