@@ -90,7 +90,7 @@ def reassignment_stuck(params: Params) -> Finds:
         say("reassignment of %s-%s to replicas %s pending for %s", "topic", "partition", int_list("replicas"), age))
 
 
-@fact(on=(KEY, "topic", "partition"), defaults={"reassigned_partition_known": lambda: F.lit(False)})
+@fact(on=(KEY, "topic", "partition"), defaults={"reassigned_partition_known": "false"})
 def reassigned_partition_known(assignments: DataFrame) -> DataFrame:
     """(snapshot_id, topic, partition, reassigned_partition_known): every assigned partition (False for others)."""
     return (assignments.select(KEY, "topic", "partition").distinct()

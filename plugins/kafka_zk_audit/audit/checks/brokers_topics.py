@@ -16,7 +16,7 @@ from kafka_zk_audit.audit.unions import union_all
 from kafka_zk_audit.contract.schemas import KEY
 
 
-@fact(on=(KEY, "topic"), defaults={"topic_present": lambda: F.lit(False)})
+@fact(on=(KEY, "topic"), defaults={"topic_present": "false"})
 def existing_topics(topics: DataFrame) -> DataFrame:
     """(snapshot_id, topic, topic_present): the topics with a /brokers/topics/<t> znode (False for others)."""
     return topics.select(KEY, "topic").distinct().withColumn("topic_present", F.lit(True))
@@ -74,7 +74,7 @@ def broker_endpoint_conflict() -> Finds:
                  detail=say("endpoint %s", F.array_join("clashes", "; endpoint ")))
 
 
-@fact(on=(KEY, "topic"), defaults={"topic_configured": lambda: F.lit(False)})
+@fact(on=(KEY, "topic"), defaults={"topic_configured": "false"})
 def topic_configured(configs: DataFrame) -> DataFrame:
     """(snapshot_id, topic, topic_configured): the topics with a /config/topics/<t> znode (False for others)."""
     return (configs.where(F.col("entity_type") == "topics").select(KEY, F.col("entity_name").alias("topic"))

@@ -42,6 +42,10 @@ def text(value: ColumnLike) -> Column:
     return sql_text.expr(f"coalesce(CAST({source} AS STRING), 'null')")  # one JVM round trip
 
 
+# An empty array<int> as SQL text (a fact's default).
+EMPTY_INTS = "CAST(array() AS array<int>)"
+
+
 def empty_ints() -> Column:
     """An empty array<int> (to coalesce null arrays with)."""
     return F.array().cast("array<int>")
@@ -95,7 +99,7 @@ def registered_broker_ids(brokers: DataFrame) -> DataFrame:
 
 
 # Each snapshot's broker ids under /brokers/ids, as column registered_brokers (empty when it has none).
-REGISTERED_BROKERS = Fact("registered_brokers", registered_broker_ids, defaults={"registered_brokers": empty_ints})
+REGISTERED_BROKERS = Fact("registered_brokers", registered_broker_ids, defaults={"registered_brokers": EMPTY_INTS})
 
 
 def instant(epoch_ms: ColumnLike) -> Column:
@@ -121,7 +125,7 @@ def kraft_migration(controller: DataFrame) -> DataFrame:
 
 
 # Whether a KRaft controller holds each snapshot's /controller, as column kraft_migration (False without one).
-KRAFT_MIGRATION = Fact("kraft_migration", kraft_migration, defaults={"kraft_migration": lambda: F.lit(False)})
+KRAFT_MIGRATION = Fact("kraft_migration", kraft_migration, defaults={"kraft_migration": "false"})
 
 
 def partition_finds(where: Column, detail: Column, explained: Column | None = None) -> Finds:

@@ -147,9 +147,9 @@ def topic_subscribed(consumer_group_topics: DataFrame) -> DataFrame:
     return consumer_group_topics.select(*GROUP_TOPIC, F.lit(True).alias("subscribed"))
 
 
-@fact(on=(KEY, "group_id"), defaults={"registered_group": lambda: F.lit(False),
-                                      "group_consumers": lambda: F.array().cast("array<string>"),
-                                      "pykafka_group": lambda: F.lit(False)})
+@fact(on=(KEY, "group_id"), defaults={"registered_group": "false",
+                                      "group_consumers": "CAST(array() AS array<string>)",
+                                      "pykafka_group": "false"})
 def consumer_groups(consumer_registrations: DataFrame) -> DataFrame:
     """(snapshot_id, group_id, registered_group, group_consumers, pykafka_group) for every group with a consumer
     registered under /consumers/<g>/ids: its consumer ids, and whether one of them is a pykafka consumer (False
@@ -199,7 +199,7 @@ def subscribed_partitions(consumer_group_topics: DataFrame, assignments: DataFra
     return consumer_group_topics.join(assignments.select(KEY, "topic", "partition"), [KEY, "topic"])
 
 
-@fact(on=(KEY, *GROUP_PARTITION), defaults={"owned": lambda: F.lit(False)})
+@fact(on=(KEY, *GROUP_PARTITION), defaults={"owned": "false"})
 def owned_partitions(consumer_owners: DataFrame) -> DataFrame:
     """(snapshot_id, group_id, topic, partition, owned): the partitions of a group with an owner znode."""
     return consumer_owners.select(KEY, *GROUP_PARTITION).distinct().withColumn("owned", F.lit(True))
@@ -250,7 +250,7 @@ def offset_topics(topics: DataFrame) -> DataFrame:
     return topics.select(KEY, "topic", "partition_count", F.lit(True).alias("topic_exists"))
 
 
-@fact(on=(KEY, "topic", "partition"), defaults={"partition_assigned": lambda: F.lit(False)})
+@fact(on=(KEY, "topic", "partition"), defaults={"partition_assigned": "false"})
 def offset_partitions(assignments: DataFrame) -> DataFrame:
     """(snapshot_id, topic, partition, partition_assigned): every assigned partition."""
     return assignments.select(KEY, "topic", "partition").distinct().withColumn("partition_assigned", F.lit(True))

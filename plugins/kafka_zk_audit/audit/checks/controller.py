@@ -30,13 +30,13 @@ def controller_audited_snapshots(params: Params) -> DataFrame:
     return params.keys()
 
 
-@fact(defaults={"has_controller_znode": lambda: F.lit(False)})
+@fact(defaults={"has_controller_znode": "false"})
 def has_controller_znode(controller: DataFrame) -> DataFrame:
     """(snapshot_id, has_controller_znode): the snapshots with a /controller znode (False for others)."""
     return controller.select(KEY).distinct().withColumn("has_controller_znode", F.lit(True))
 
 
-@fact(defaults={"has_kraft_log": lambda: F.lit(False)})
+@fact(defaults={"has_kraft_log": "false"})
 def has_kraft_log(kraft_log: DataFrame) -> DataFrame:
     """(snapshot_id, has_kraft_log): the snapshots of a KRaft cluster, with a metadata log (False for others)."""
     return kraft_log.select(KEY).distinct().withColumn("has_kraft_log", F.lit(True))

@@ -11,14 +11,16 @@ A check declares what it reads and what it finds::
   audit from the tables, the baselines (``previous_<table>``) and the parameters (a topic's replication factors,
   a partition beside its baseline);
 * ``facts``: ``Fact`` columns joined onto those rows (each snapshot's registered brokers, a partition's adding
-  replicas), each computed once per audit and joined once per frame for all the checks that name it;
+  replicas), each computed once per audit and joined once per frame for all the checks that name it (a value
+  without a match takes the fact's default, SQL text such as ``"false"``);
 * the function returns ``Finds``: a predicate, a detail sentence and the subject, as columns of the frame and its
   facts, and optionally whether a finding is explained. It takes no argument, or ``params`` (``audit.params``).
 
 ``evaluate`` groups the checks by frame. Per frame, one select holds every check as a conditional struct
 (``when(predicate, struct(check_id, subject, path, detail, explained))``) and ``inline`` of the non-null ones gives
-the findings, keyed by snapshot like every frame: a frame costs a handful of DataFrames whatever the number of its
-checks, and Spark scans it once for all of them.
+the findings, keyed by snapshot like every frame; the frames' findings are united in one SQL statement: a frame costs
+a handful of DataFrames (each a Catalyst analysis) whatever the number of its checks, and Spark scans it once for all
+of them.
 
 A declared check is still a function of its inputs: called with its tables (by position in its catalogue
 spec's order, or by name) it evaluates itself alone and returns its CHECK_OUTPUT rows.
@@ -35,7 +37,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit import sql_text
-from kafka_zk_audit.audit.unions import union_all
+from kafka_zk_audit.audit.unions import union_sql
 from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, KEY, keyed
 
 ColumnLike = Column | str | None
@@ -88,13 +90,13 @@ class View:
 @dataclass(frozen=True, eq=False)
 class Fact:
     """Columns joined onto a frame's rows (left join on ``on``), computed once per audit by ``build`` (inputs by
-    parameter name, as a View's). ``defaults`` give each value column for rows without a match (a function
-    returning a column: built when the audit runs); a column without a default stays null."""
+    parameter name, as a View's). ``defaults`` give each value column for rows without a match, as SQL text (e.g.
+    ``"false"``, ``EMPTY_INTS``); a column without a default stays null."""
 
     name: str
     build: Callable[..., DataFrame]
     on: tuple[str, ...] = (KEY,)
-    defaults: Mapping[str, Callable[[], Column]] = field(default_factory=dict)
+    defaults: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _register(self)
@@ -105,7 +107,7 @@ def view(build: Callable[..., DataFrame | None]) -> View:
     return View(build.__name__, build)
 
 
-def fact(*, on: Sequence[str] = (KEY,), defaults: Mapping[str, Callable[[], Column]] | None = None
+def fact(*, on: Sequence[str] = (KEY,), defaults: Mapping[str, str] | None = None
          ) -> Callable[[Callable[..., DataFrame]], Fact]:
     """Decorator: the function as a Fact named like it, joined on ``on`` with ``defaults``."""
     def declare(build: Callable[..., DataFrame]) -> Fact:
@@ -202,19 +204,20 @@ def check(on: str | View, *, facts: Sequence[Fact] = (), arguments: Sequence[str
 
 
 def _with_facts(frame: DataFrame, facts: Sequence[Fact], sources: Sources) -> DataFrame:
-    """The frame with every fact's columns: one left join each, then one select for the defaults."""
-    defaults: dict[str, Column] = {}
+    """The frame with every fact's columns: one left join each, then one select (SQL text) for the defaults."""
+    defaults: dict[str, str] = {}
     for item in facts:
         values = sources.get(item.name)
         clash = [c for c in values.columns if c not in item.on and c in frame.columns]
         if clash:
             raise ValueError(f"fact {item.name} brings columns {clash} its frame already has")
         frame = frame.join(values, list(item.on), "left")
-        defaults.update({name: make() for name, make in item.defaults.items()})
+        defaults.update(item.defaults)
     if not defaults:
         return frame
-    return frame.select(*[F.coalesce(F.col(c), defaults[c]).alias(c) if c in defaults else F.col(c)
-                          for c in frame.columns])
+    q = sql_text.identifier
+    return frame.selectExpr(*[f"coalesce({q(c)}, {defaults[c]}) AS {q(c)}" if c in defaults else q(c)
+                              for c in frame.columns])
 
 
 def _field(name: str, value: ColumnLike, data_type: Any) -> Column:
@@ -263,4 +266,6 @@ def evaluate(rules: Iterable[Rule], sources: Sources) -> DataFrame:
         frame = _with_facts(frame, facts, sources)
         found = [_finding(rule.check_id, sources.call(rule.finds)) for rule in group]
         outputs.append(frame.select(KEY, F.inline(F.array_compact(F.array(*found)))))
-    return union_all(outputs) if outputs else empty(sources)
+    if not outputs:
+        return empty(sources)
+    return outputs[0] if len(outputs) == 1 else union_sql(outputs)

@@ -33,7 +33,7 @@ REPLAY_ANOMALIES = ("unknown_partition_changed", "unknown_topic_removed", "unkno
 PARTITION = (KEY, "topic", "partition")
 
 
-@fact(on=(KEY, "leader"), defaults={"leader_is_fenced": lambda: F.lit(False)})
+@fact(on=(KEY, "leader"), defaults={"leader_is_fenced": "false"})
 def kraft_fenced_leaders(kraft_brokers: DataFrame) -> DataFrame:
     """(snapshot_id, leader, leader_is_fenced): the fenced brokers, as a partition's leader would name them."""
     return (kraft_brokers.where(F.col("fenced"))
@@ -100,7 +100,7 @@ def directory_unregistered() -> Finds:
     return Finds(where=where, detail=detail, topic="topic", partition="partition", broker_id="broker_id", path="path")
 
 
-@fact(defaults={"quorum_has_leader": lambda: F.lit(False)})
+@fact(defaults={"quorum_has_leader": "false"})
 def kraft_quorum_leader(kraft_quorum: DataFrame) -> DataFrame:
     """(snapshot_id, quorum_has_leader): the snapshots whose metadata log names a quorum leader."""
     return kraft_quorum.where(F.col("leader_id") >= 0).select(KEY, F.lit(True).alias("quorum_has_leader")).distinct()

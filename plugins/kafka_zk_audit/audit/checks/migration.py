@@ -52,7 +52,7 @@ def _instant(ms: Column) -> Column:
     return F.date_format(F.timestamp_millis(ms), "yyyy-MM-dd HH:mm:ss 'UTC'")
 
 
-@fact(defaults={"kraft_holds_controller": lambda: F.lit(False), "zk_holds_controller": lambda: F.lit(False)})
+@fact(defaults={"kraft_holds_controller": "false", "zk_holds_controller": "false"})
 def migration_controller_state(controller: DataFrame) -> DataFrame:
     """(snapshot_id, kraft_holds_controller, zk_holds_controller, controller_id): whether a KRaft controller holds
     /controller, whether a ZooKeeper-mode one does, and its id (False, False and null for a snapshot without
@@ -64,7 +64,7 @@ def migration_controller_state(controller: DataFrame) -> DataFrame:
     )
 
 
-@fact(defaults={"previous_kraft_holds_controller": lambda: F.lit(False)})
+@fact(defaults={"previous_kraft_holds_controller": "false"})
 def migration_previous_controller_state(controller: DataFrame, previous_controller: DataFrame | None) -> DataFrame:
     """(snapshot_id, previous_kraft_holds_controller): whether a KRaft controller held /controller in the baseline
     (False without /controller there, or without a baseline /controller table)."""

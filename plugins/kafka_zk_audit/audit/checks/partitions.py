@@ -10,6 +10,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit.checks.common import (
+    EMPTY_INTS,
     KRAFT_MIGRATION,
     REGISTERED_BROKERS,
     check,
@@ -39,14 +40,14 @@ def _replicas() -> Column:
     return F.coalesce(F.col("replicas"), empty_ints())
 
 
-@fact(on=(KEY, "topic", "partition"), defaults={"adding": empty_ints})
+@fact(on=(KEY, "topic", "partition"), defaults={"adding": EMPTY_INTS})
 def adding(assignments: DataFrame) -> DataFrame:
     """(snapshot_id, topic, partition, adding): the replicas a reassignment in progress is adding (topic znode
     v2+, Kafka 2.4+; an empty array otherwise)."""
     return assignments.select(KEY, "topic", "partition", F.coalesce("adding_replicas", empty_ints()).alias("adding"))
 
 
-@fact(on=(KEY, "topic"), defaults={"queued_for_deletion": lambda: F.lit(False)})
+@fact(on=(KEY, "topic"), defaults={"queued_for_deletion": "false"})
 def queued_for_deletion(admin_markers: DataFrame) -> DataFrame:
     """(snapshot_id, topic, queued_for_deletion): the topics with an /admin/delete_topics marker."""
     return (admin_markers.where(F.col("kind") == "delete_topic").select(KEY, "topic").distinct()

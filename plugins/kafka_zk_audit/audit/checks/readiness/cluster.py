@@ -45,8 +45,8 @@ def readiness_snapshots(snapshot_ids: DataFrame) -> DataFrame:
     return snapshot_ids.select(KEY).distinct()
 
 
-@fact(defaults={"malformed_reasons": lambda: F.create_map().cast("map<string,string>"),
-                "unreadable_paths": lambda: F.array().cast("array<string>")})
+@fact(defaults={"malformed_reasons": "CAST(map() AS map<string,string>)",
+                "unreadable_paths": "CAST(array() AS array<string>)"})
 def readiness_znode_problems(malformed_znodes: DataFrame, unreadable_znodes: DataFrame) -> DataFrame:
     """(snapshot_id, malformed_reasons, unreadable_paths): each snapshot's znodes that do not parse (path -> the
     least of their reasons) and those the auditor could not read (their paths): their content is unknown."""
@@ -76,7 +76,7 @@ def _absent(present: str, path: str) -> tuple[Column, Column]:
     return ~F.col(present) & ~unreadable, state
 
 
-@fact(defaults={"zk_mode_controller": lambda: F.lit(False)})
+@fact(defaults={"zk_mode_controller": "false"})
 def readiness_zk_controller(controller: DataFrame) -> DataFrame:
     """(snapshot_id, zk_controller, zk_mode_controller): the least broker id of the ZooKeeper-mode controllers
     (ephemeral, kraftControllerEpoch -1) holding /controller, and whether there is one."""
@@ -163,20 +163,20 @@ def readiness_ibp_evidence(readiness_snapshots: DataFrame, brokers: DataFrame, f
     ])
 
 
-@fact(defaults={"feature_present": lambda: F.lit(False)})
+@fact(defaults={"feature_present": "false"})
 def readiness_feature_present(feature: DataFrame) -> DataFrame:
     """(snapshot_id, feature_present): the snapshots with a /feature row."""
     return feature.groupBy(KEY).agg(F.lit(True).alias("feature_present"))
 
 
-@fact(defaults={"cluster_id_present": lambda: F.lit(False)})
+@fact(defaults={"cluster_id_present": "false"})
 def readiness_cluster_id_present(cluster_id: DataFrame) -> DataFrame:
     """(snapshot_id, cluster_id_present): the snapshots whose /cluster/id carries an id."""
     return (cluster_id.where(F.coalesce(F.col("cluster_id"), F.lit("")) != "")
             .groupBy(KEY).agg(F.lit(True).alias("cluster_id_present")))
 
 
-@fact(defaults={"controller_epoch_present": lambda: F.lit(False)})
+@fact(defaults={"controller_epoch_present": "false"})
 def readiness_controller_epoch_present(controller_epoch: DataFrame) -> DataFrame:
     """(snapshot_id, controller_epoch_present): the snapshots with a /controller_epoch row."""
     return controller_epoch.groupBy(KEY).agg(F.lit(True).alias("controller_epoch_present"))

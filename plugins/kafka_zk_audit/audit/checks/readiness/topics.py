@@ -40,7 +40,7 @@ def readiness_replicas(assignments: DataFrame) -> DataFrame:
     ).where(F.col("broker_id").isNotNull())
 
 
-@fact(on=(KEY, "broker_id"), defaults={"registered": lambda: F.lit(False)})
+@fact(on=(KEY, "broker_id"), defaults={"registered": "false"})
 def readiness_registered(broker_ids: DataFrame) -> DataFrame:
     """(snapshot_id, broker_id, registered): the broker ids registered under /brokers/ids (``broker_ids``)."""
     return broker_ids.groupBy(KEY, "broker_id").agg(F.lit(True).alias("registered"))
@@ -110,7 +110,7 @@ def kraft_partition_state_missing() -> Finds:
     )
 
 
-@fact(on=(KEY, "topic"), defaults={"topic_exists": lambda: F.lit(False)})
+@fact(on=(KEY, "topic"), defaults={"topic_exists": "false"})
 def readiness_topic_exists(readiness_topic_znodes: DataFrame) -> DataFrame:
     """(snapshot_id, topic, topic_exists): the topics with a /brokers/topics/<t> znode, parsed or not."""
     return readiness_topic_znodes.groupBy(KEY, "topic").agg(F.lit(True).alias("topic_exists"))
