@@ -13,10 +13,10 @@ frame of their keys), and the znodes table a placeholder row for a snapshot with
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, MapType, StructType
 
 from kafka_zk_audit.audit import sql_text
+from kafka_zk_audit.audit.unions import braces_escaped, sql_over
 from kafka_zk_audit.contract.catalogue import CHECK_IDS, CHECKS, ENTITIES
 from kafka_zk_audit.contract.schemas import INDEX_COLUMNS, KEY
 
@@ -39,98 +39,118 @@ def entity_checks(entity: str) -> tuple[str, ...]:
     return tuple(check.check_id for check in CHECKS if check.entity == entity)
 
 
-def _entity_rows(entity: str, tables: dict[str, DataFrame]) -> DataFrame:
-    """The entity's own rows: its key columns plus a few evidence columns (and path)."""
-    if entity == "partitions":
-        return tables["partitions"].select(KEY, "topic", "partition", "leader", "isr", "replicas", "path")
-    if entity == "topics":
-        return tables["topics"].select(KEY, "topic", "partition_count", "path")
-    if entity == "brokers":
-        return tables["brokers"].select(KEY, "broker_id", "host", "port", "is_ephemeral", "path")
-    if entity == "admin":
-        return tables["admin_markers"].select(KEY, "path", "topic", "partition", "kind", "replicas", "ctime")
-    if entity == "consumer_owners":
-        return tables["consumer_owners"].groupBy(KEY, "group_id", "topic", "partition").agg(
-            F.array_join(F.array_sort(F.collect_list("owner")), ", ").alias("owners"),
-            F.min("path").alias("path"),
-        )
-    if entity == "offsets":
-        return tables["consumer_offsets"].select(KEY, "group_id", "topic", "partition", "path", "offset", "raw")
-    if entity == "znodes":
-        return tables["malformed_znodes"].select(KEY, "path", "kind", "reason")
-    raise ValueError(f"no audit rows defined for entity {entity!r}")
+# Each entity's own rows: its table and the columns they keep (its key columns plus a few evidence columns, and path).
+# A column given as (name, SQL aggregate, SQL type) is computed, the rows grouped by the snapshot and the others.
+ENTITY_ROWS: dict[str, tuple[str, tuple[str | tuple[str, str, str], ...]]] = {
+    "partitions": ("partitions", ("topic", "partition", "leader", "isr", "replicas", "path")),
+    "topics": ("topics", ("topic", "partition_count", "path")),
+    "brokers": ("brokers", ("broker_id", "host", "port", "is_ephemeral", "path")),
+    "admin": ("admin_markers", ("path", "topic", "partition", "kind", "replicas", "ctime")),
+    "consumer_owners": ("consumer_owners", ("group_id", "topic", "partition",
+                                            ("owners", "array_join(array_sort(collect_list(owner)), ', ')", "string"),
+                                            ("path", "min(path)", "string"))),
+    "offsets": ("consumer_offsets", ("group_id", "topic", "partition", "path", "offset", "raw")),
+    "znodes": ("malformed_znodes", ("path", "kind", "reason")),
+}
+
+
+def _entity_rows(entity: str, table: DataFrame) -> tuple[str, dict[str, str]]:
+    """SQL of the entity's own rows over its table ``{rows}``, and the SQL type of each of their columns."""
+    q = sql_text.identifier
+    types = {f.name: sql_text.sql_type(f.dataType) for f in table.schema.fields}
+    plain = [c for c in ENTITY_ROWS[entity][1] if isinstance(c, str)]
+    computed = [c for c in ENTITY_ROWS[entity][1] if not isinstance(c, str)]
+    columns = [q(KEY), *map(q, plain), *(f"{sql} AS {q(name)}" for name, sql, _ in computed)]
+    sql = f"SELECT {', '.join(columns)} FROM {{rows}}"
+    if computed:
+        sql += f" GROUP BY {', '.join([q(KEY), *map(q, plain)])}"
+    return sql, {**{c: types[c] for c in plain}, **{name: dtype for name, _, dtype in computed}}
 
 
 def _flag(check_id: str) -> str:
     return f"coalesce(max(check_id = {sql_text.string_literal(check_id)}), false) AS {sql_text.identifier(check_id)}"
 
 
-def _flagged(findings: DataFrame, checks: tuple[str, ...]) -> DataFrame:
-    """The findings of these checks that flag their subject: an explained finding (a known, harmless
-    cause, severity info) is reported but never flagged, so the gate does not fail on it."""
+def _flagged(checks: tuple[str, ...]) -> str:
+    """SQL: the findings (``{findings}``) of these checks that flag their subject: an explained finding (a known,
+    harmless cause, severity info) is reported but never flagged, so the gate does not fail on it."""
     listed = ", ".join(map(sql_text.string_literal, checks))
-    return findings.where(f"check_id IN ({listed}) AND NOT coalesce(status = 'explained', false)")
+    return f"SELECT * FROM {{findings}} WHERE check_id IN ({listed}) AND NOT coalesce(status = 'explained', false)"
 
 
-def _with_flags(entity: str, rows: DataFrame, findings: DataFrame) -> DataFrame:
-    """The entity's rows and its findings' subjects, one row per subject, one boolean per check.
+def _with_flags_sql(entity: str, table: DataFrame) -> tuple[str, list[tuple[str, str]]]:
+    """SQL over ``{rows}`` (the entity's table) and ``{findings}``: the entity's rows and its findings' subjects, one
+    row per subject, one boolean per check; and its evidence columns with their SQL types.
 
     Both sides are stacked and grouped by the subject columns (grouping treats nulls as equal, as the
-    findings' identity does): one shuffle, where a join would need three. The expressions are SQL text: one JVM
-    round trip each.
+    findings' identity does): one shuffle, where a join would need three.
     """
     keys = ENTITY_KEYS[entity]
     checks = entity_checks(entity)
     q = sql_text.identifier
-    evidence = [c for c in rows.columns if c not in keys and c not in ("path", KEY)]
-    own = rows.selectExpr(
-        KEY, *map(q, keys), "path AS own_path", "CAST(NULL AS STRING) AS subject_path", *map(q, evidence),
-        "CAST(NULL AS STRING) AS check_id",
-    )
-    subjects = _flagged(findings, checks).selectExpr(
-        KEY, *map(q, keys), "CAST(NULL AS STRING) AS own_path", "path AS subject_path",
-        *[f"{sql_text.cast('NULL', rows.schema[c].dataType)} AS {q(c)}" for c in evidence], "check_id",
-    )
+    rows, types = _entity_rows(entity, table)
+    evidence = [(c, t) for c, t in types.items() if c not in keys and c != "path"]
+    own = ", ".join([q(KEY), *map(q, keys), "path AS own_path", "CAST(NULL AS STRING) AS subject_path",
+                     *(q(c) for c, _ in evidence), "CAST(NULL AS STRING) AS check_id"])
+    subjects = ", ".join([q(KEY), *map(q, keys), "CAST(NULL AS STRING) AS own_path", "path AS subject_path",
+                          *(f"CAST(NULL AS {t}) AS {q(c)}" for c, t in evidence), "check_id"])
     path = [] if "path" in keys else ["coalesce(first(own_path, true), min(subject_path)) AS path"]
-    aggregates = [*path, *[f"first({q(c)}, true) AS {q(c)}" for c in evidence], *map(_flag, checks)]
-    return own.unionByName(subjects).groupBy(KEY, *keys).agg(*map(sql_text.expr, aggregates))
+    aggregates = ", ".join([*path, *[f"first({q(c)}, true) AS {q(c)}" for c, _ in evidence], *map(_flag, checks)])
+    group = ", ".join([q(KEY), *map(q, keys)])
+    stacked = (f"SELECT {braces_escaped(own)} FROM ({rows}) "
+               f"UNION ALL SELECT {braces_escaped(subjects)} FROM ({_flagged(checks)})")
+    sql = (f"SELECT {braces_escaped(group)}, {braces_escaped(aggregates)} FROM ({stacked}) "
+           f"GROUP BY {braces_escaped(group)}")
+    return sql, evidence
+
+
+def _with_flags(entity: str, tables: dict[str, DataFrame], findings: DataFrame) -> DataFrame:
+    """The entity's rows with one boolean per check (``_with_flags_sql``): one SQL statement, one DataFrame."""
+    table = tables[ENTITY_ROWS[entity][0]]
+    sql, _ = _with_flags_sql(entity, table)
+    return sql_over(sql, {"rows": table, "findings": findings})
 
 
 def _controller_table(tables: dict[str, DataFrame], findings: DataFrame, snapshots: DataFrame) -> DataFrame:
     """Exactly one row per snapshot for /controller, present or not, with the cluster's controller epoch."""
-    znode = tables["controller"].groupBy(KEY).agg(
-        F.first("path", ignorenulls=True).alias("path"),
-        F.first("broker_id", ignorenulls=True).alias("broker_id"),
-        F.first("is_ephemeral", ignorenulls=True).alias("is_ephemeral"),
-        F.first("kraft_controller_epoch", ignorenulls=True).alias("kraft_controller_epoch"),
-    )
-    epoch = tables["controller_epoch"].groupBy(KEY).agg(F.first("epoch", ignorenulls=True).alias("controller_epoch"))
     checks = entity_checks("controller")
-    flags = _flagged(findings, checks).groupBy(KEY).agg(*[sql_text.expr(_flag(c)) for c in checks])
-    return (
-        snapshots.select(KEY).join(znode, KEY, "left").join(epoch, KEY, "left").join(flags, KEY, "left")
-        .select(KEY, F.coalesce(F.col("path"), F.lit(CONTROLLER_PATH)).alias("path"), "broker_id", "is_ephemeral",
-                "kraft_controller_epoch", "controller_epoch",
-                *[F.coalesce(F.col(c), F.lit(False)).alias(c) for c in checks])
+    q = sql_text.identifier
+    flags = ", ".join(map(_flag, checks))
+    defaults = ", ".join(f"coalesce({q(c)}, false) AS {q(c)}" for c in checks)
+    sql = (
+        f"SELECT `snapshot_id`, coalesce(path, {sql_text.string_literal(CONTROLLER_PATH)}) AS path, broker_id, "
+        f"is_ephemeral, kraft_controller_epoch, controller_epoch, {braces_escaped(defaults)} "
+        "FROM (SELECT `snapshot_id` FROM {snapshots}) "
+        "LEFT JOIN (SELECT `snapshot_id`, first(path, true) AS path, first(broker_id, true) AS broker_id, "
+        "first(is_ephemeral, true) AS is_ephemeral, first(kraft_controller_epoch, true) AS kraft_controller_epoch "
+        "FROM {controller} GROUP BY `snapshot_id`) USING (`snapshot_id`) "
+        "LEFT JOIN (SELECT `snapshot_id`, first(epoch, true) AS controller_epoch FROM {controller_epoch} "
+        "GROUP BY `snapshot_id`) USING (`snapshot_id`) "
+        f"LEFT JOIN (SELECT `snapshot_id`, {braces_escaped(flags)} FROM ({_flagged(checks)}) GROUP BY `snapshot_id`) "
+        "USING (`snapshot_id`)"
     )
+    return sql_over(sql, {"snapshots": snapshots, "controller": tables["controller"],
+                          "controller_epoch": tables["controller_epoch"], "findings": findings})
 
 
 def _znodes_table(tables: dict[str, DataFrame], findings: DataFrame, snapshots: DataFrame) -> DataFrame:
     """One row per malformed znode, or a single row with path null for a snapshot without any."""
-    table = _with_flags("znodes", _entity_rows("znodes", tables), findings)
-    placeholder = snapshots.select(KEY).join(table.select(KEY).distinct(), KEY, "left_anti").select(
-        *[
-            F.col(KEY) if c == KEY else
-            (F.lit(False) if c in entity_checks("znodes") else F.lit(None)).cast(table.schema[c].dataType).alias(c)
-            for c in table.columns
-        ]
-    )
-    return table.unionByName(placeholder)
+    table = tables["malformed_znodes"]
+    flagged, evidence = _with_flags_sql("znodes", table)
+    q = sql_text.identifier
+    placeholder = ", ".join(["t.`snapshot_id`", "CAST(NULL AS STRING) AS path",
+                             *(f"CAST(NULL AS {dtype}) AS {q(c)}" for c, dtype in evidence),
+                             *(f"false AS {q(c)}" for c in entity_checks("znodes"))])
+    sql = (f"WITH flagged AS ({flagged}) SELECT * FROM flagged UNION ALL SELECT {braces_escaped(placeholder)} "
+           "FROM (SELECT `snapshot_id` FROM {snapshots}) t LEFT ANTI JOIN (SELECT DISTINCT `snapshot_id` FROM flagged) "
+           "USING (`snapshot_id`)")
+    return sql_over(sql, {"rows": table, "findings": findings, "snapshots": snapshots})
 
 
 def build_audit_tables(tables: dict[str, DataFrame], findings: DataFrame,
                        snapshots: DataFrame) -> dict[str, DataFrame]:
-    """entity -> DataFrame: the entity's rows with one boolean column per check (True = violated), keyed.
+    """entity -> DataFrame: the entity's rows with one boolean column per check (True = violated), keyed: one SQL
+    statement (one DataFrame) each.
 
     ``snapshots`` holds the key of every snapshot of the batch (one row each)."""
     audit: dict[str, DataFrame] = {}
@@ -140,8 +160,9 @@ def build_audit_tables(tables: dict[str, DataFrame], findings: DataFrame,
         elif entity == "znodes":
             audit[entity] = _znodes_table(tables, findings, snapshots)
         else:
-            audit[entity] = _with_flags(entity, _entity_rows(entity, tables), findings)
+            audit[entity] = _with_flags(entity, tables, findings)
     return audit
+
 
 IDENTITY_TYPES = {"topic": "string", "partition": "int", "group_id": "string", "broker_id": "int", "path": "string"}
 
