@@ -21,7 +21,7 @@ from kafka_zk_audit.airflow.operators.audit_spark_connect import AuditSparkConne
 from kafka_zk_audit.airflow.operators.audit_spark_submit import AuditSparkSubmitOperator
 from kafka_zk_audit.audit.connect import ConnectServer, warm_up
 from kafka_zk_audit.audit.job import run_audit
-from kafka_zk_audit.audit.session import CONNECT_MODE_ENV
+from kafka_zk_audit.audit.session import C1_ONLY_JAVA_OPTION, CONNECT_MODE_ENV
 from kafka_zk_audit.cli.main import main as cli
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
@@ -34,9 +34,15 @@ SPEC = ClusterSpec(era="3.x", brokers=3, racks=3, topics=4, partitions=2, replic
 
 @pytest.fixture(scope="module")
 def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectServer]:
-    """A real Spark Connect server on 127.0.0.1 (``local[2]``), started by ``kafka-zk-audit connect-server start``."""
+    """A real Spark Connect server on 127.0.0.1 (``local[2]``), started by ``kafka-zk-audit connect-server start``.
+    Its JVM compiles with C1 only, as the audit app's driver does (``C1_ONLY_JAVA_OPTION``, through
+    ``JAVA_TOOL_OPTIONS``): it serves this module's two audits, too few for the full tiered JIT of a server that
+    serves many (its C2 compilations would take CPU from the audits on two cores)."""
     folder = tmp_path_factory.mktemp("connect-server")
-    started = cli(["connect-server", "start", "--port", str(free_port()), "--master", "local[2]", "--dir", str(folder)])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("JAVA_TOOL_OPTIONS", C1_ONLY_JAVA_OPTION)
+        started = cli(["connect-server", "start", "--port", str(free_port()), "--master", "local[2]", "--dir",
+                       str(folder)])
     assert started == 0
     server = ConnectServer.recorded(folder)
     assert server is not None and server.is_serving() and server.master == "local[2]"
