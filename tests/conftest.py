@@ -138,6 +138,24 @@ SHARED_RUNS = {"system": "system-run", "scheduled": "scheduler-run", "installed"
 # machine CPU-s, 12 min 24 s -> 10 min 45 s.
 IN_PROCESS_SPARK = "in-process-spark"
 UNITS = ("system-run", "scheduler-run", IN_PROCESS_SPARK)  # the first three units of work: one per worker
+# Then the modules whose module fixtures run a Spark app, a whole command or a JVM of their own, the longest first
+# (their share of a run on three workers, slowest first), and after them the short ones in the collection's order:
+# a worker that frees up takes the longest work left, so the run ends on short modules, not on one started last.
+LONGEST_FIRST = (
+    "tests/audit/test_reaudit.py",  # the reaudit app over three snapshots in two batches
+    "tests/cli/test_readiness.py",  # readiness: snapshot and spark-submit audit through the console script
+    "tests/cli/test_subcommands.py",  # snapshot and spark-submit audit through the console script
+    "tests/cli/test_history.py",  # the history app through the console script
+    "tests/report/test_pages.py",
+    "tests/airflow/test_dag.py",
+    "tests/airflow/test_audit_spark_submit_operator.py",
+    "tests/airflow/test_metadata_change_trigger.py",
+    "tests/snapshot/test_parallel.py",
+    "tests/snapshot/test_walker.py",
+    "tests/snapshot/kraft/test_real_logs.py",
+    "tests/snapshot/test_faults.py",
+    "tests/snapshot/files/test_cli.py",
+)
 
 
 @functools.cache
@@ -204,8 +222,9 @@ def unit_of(module: str) -> str:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # the shared runs' modules first, then the in-process Spark modules: each of three xdist workers starts with one
-    order = {name: rank for rank, name in enumerate(UNITS)}
+    # the shared runs' modules first, then the in-process Spark modules: each of three xdist workers starts with one;
+    # then the longest other modules
+    order = {name: rank for rank, name in enumerate((*UNITS, *LONGEST_FIRST))}
     items.sort(key=lambda item: order.get(unit_of(item.nodeid.split("::", 1)[0]), len(order)))
     for item in items:
         module = item.nodeid.split("::", 1)[0]

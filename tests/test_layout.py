@@ -221,3 +221,14 @@ def test_the_in_process_spark_modules_are_one_unit_of_work_and_the_others_their_
     assert unit_of("tests/system/test_install.py") == "scheduler-run"
     assert unit_of("tests/cli/test_readiness.py") == "tests/cli/test_readiness.py"  # its Spark is spark-submit's
     assert unit_of("tests/report/test_fleet.py") == "tests/report/test_fleet.py"
+
+
+def test_the_modules_scheduled_first_exist_and_are_units_of_their_own() -> None:
+    """``LONGEST_FIRST`` (tests/conftest.py) names test modules that are their own unit of work: a renamed or moved
+    module would silently go back to the collection's order."""
+    from tests.conftest import LONGEST_FIRST, unit_of
+
+    assert len(set(LONGEST_FIRST)) == len(LONGEST_FIRST)
+    for module in LONGEST_FIRST:
+        assert (PLUGINS.parent / module).is_file(), module
+        assert unit_of(module) == module, module
