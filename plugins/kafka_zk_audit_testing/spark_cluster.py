@@ -59,13 +59,13 @@ def standalone_cluster(work_dir: Path, cores: int = 2, memory: str = "2g", worke
     started: list[subprocess.Popen] = []
     try:
         _wait_for(work_dir / "master.log", "I have been elected leader", master)
-        for index in range(workers):
-            name = "worker" if index == 0 else f"worker{index + 1}"
-            worker = _start(["org.apache.spark.deploy.worker.Worker", master_url, "--host", "127.0.0.1",
-                             "--cores", str(cores), "--memory", memory, "--webui-port", str(free_port()),
-                             "--work-dir", str(work_dir / name / "work" if index else work_dir / "work")],
-                            work_dir / f"{name}.log", env or {})
-            started.append(worker)
+        names = ["worker" if index == 0 else f"worker{index + 1}" for index in range(workers)]
+        for index, name in enumerate(names):  # the workers' JVMs start side by side, then each registers
+            started.append(_start(["org.apache.spark.deploy.worker.Worker", master_url, "--host", "127.0.0.1",
+                                   "--cores", str(cores), "--memory", memory, "--webui-port", str(free_port()),
+                                   "--work-dir", str(work_dir / name / "work" if index else work_dir / "work")],
+                                  work_dir / f"{name}.log", env or {}))
+        for name, worker in zip(names, started, strict=True):
             _wait_for(work_dir / f"{name}.log", "Successfully registered with master", worker)
         yield master_url
     finally:

@@ -49,6 +49,8 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -293,7 +295,6 @@ def system(zk_server, history_files, tmp_path_factory) -> Iterator[SystemRun]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW") and k != "KAFKA_ZK_AUDIT_CONFIG"}
     env = airflow_env(airflow_home=home, base=base)
     env["KAFKA_ZK_AUDIT_CONFIG"] = str(settings)
-    ensure_metadata_db(env)
     admin = KazooClient(hosts=zk_server.hosts)
     admin.start(timeout=15)
     for chroot in set(CHROOTS.values()):
@@ -303,6 +304,14 @@ def system(zk_server, history_files, tmp_path_factory) -> Iterator[SystemRun]:
     migrations: dict[str, Any] = {}
     sims["secured"] = Simulator(hosts=zk_server.hosts + CHROOTS["secured"], auth=("digest", ":".join(SECURED_AUTH)))
     runs: list[Run] = []
+    # run 1's standalone master and workers start, and the metadata DB is migrated, while the clusters are written
+    spark_dir = tmp / "spark"
+    cluster = ExitStack()
+    background = ThreadPoolExecutor(2, thread_name_prefix="fleet-setup")
+    master_started = background.submit(cluster.enter_context, standalone_cluster(
+        spark_dir, cores=1, memory="1g", workers=2, env=CLUSTER_ENV))
+    db_migrated = background.submit(ensure_metadata_db, dict(env))
+    background.shutdown(wait=False)
     try:
         with smtp_receiver(SMTP_PASSWORD) as (smtp_port, inbox), webhook_receiver() as webhook, \
                 webhook_receiver(tls_dir=tmp / "tls") as pagerduty:
@@ -326,8 +335,9 @@ def system(zk_server, history_files, tmp_path_factory) -> Iterator[SystemRun]:
 
             # run 1: airflow dags test, its Spark apps on a standalone master
             label = "first"
-            spark_dir = tmp / "spark"
-            with standalone_cluster(spark_dir, cores=1, memory="1g", workers=2, env=CLUSTER_ENV) as spark_master:
+            db_migrated.result()
+            with cluster:
+                spark_master = master_started.result()
                 host, port = spark_master.rsplit(":", 1)
                 on_cluster = {**env, "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps(
                     {"conn_type": "spark", "host": host, "port": int(port)})}
@@ -368,6 +378,10 @@ def system(zk_server, history_files, tmp_path_factory) -> Iterator[SystemRun]:
                             log, webhook.posts[posted:], CollectingHandler.messages_of(inbox.envelopes[sent:]),
                             done.stdout, done.stderr, pagerduty.posts[paged:]))
     finally:
+        for started in (master_started, db_migrated):  # a failure before run 1: its cluster still stops
+            with suppress(Exception):
+                started.result()
+        cluster.close()
         for sim in sims.values():
             sim.close()
         admin.stop()
