@@ -1,10 +1,12 @@
-"""``union_all``: the frames' rows as one frame, united as a balanced tree (audit/unions.py)."""
+"""``union_all``: the frames' rows as one frame, united as a balanced tree; ``union_at_once``: in one DataFrame
+(audit/unions.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from kafka_zk_audit.audit.unions import only_columns, union_all
+from kafka_zk_audit.audit.unions import only_columns, union_all, union_at_once
+from kafka_zk_audit_testing.spark_counts import SparkCounter
 
 pytestmark = pytest.mark.spark
 
@@ -35,3 +37,18 @@ def test_only_columns_keeps_a_frame_that_has_them_and_selects_otherwise(spark):
     assert only_columns(frame, ["n", "s", "b"]) is frame  # no new plan
     assert only_columns(frame, ["s", "n"]).columns == ["s", "n"]
     assert tuple(only_columns(frame, ["b", "n"]).first()) == (True, 1)
+
+
+def test_union_at_once_is_one_frame_of_every_row_by_position(spark):
+    frames = [spark.createDataFrame([(i, f"f{i}-{j}") for j in range(1 + i % 3)], "n int, s string") for i in range(7)]
+    expected = sorted((i, f"f{i}-{j}") for i in range(7) for j in range(1 + i % 3))
+    with SparkCounter(spark) as counted:
+        united = union_at_once(frames)
+    assert counted.counts["dataframes"] <= 2  # PySpark's constructor may count one frame twice
+    assert united.columns == ["n", "s"]
+    assert sorted(tuple(r) for r in united.collect()) == expected
+    selected = union_at_once(frames, [["s AS name", "n + 1 AS m"]] * len(frames))
+    assert sorted(tuple(r) for r in selected.collect()) == sorted((s, n + 1) for n, s in expected)
+    assert union_at_once(frames[:1]) is frames[0]
+    with pytest.raises(ValueError):
+        union_at_once([])

@@ -20,7 +20,7 @@ from pyspark.sql.types import StructField, StructType
 
 from kafka_zk_audit.audit import sql_text
 from kafka_zk_audit.audit.session import default_parallelism
-from kafka_zk_audit.audit.unions import union_sql
+from kafka_zk_audit.audit.unions import union_at_once
 from kafka_zk_audit.contract.schemas import KEY, keyed
 from kafka_zk_audit.contract.warehouse import Warehouse
 
@@ -130,15 +130,15 @@ def collect_all_at_once(frames: Mapping[str, DataFrame]) -> dict[str, Any]:
     struct_types = [sql_text.sql_type(StructType([StructField(f.name, f.dataType, True) for f in frame.schema.fields
                                                   if f.name != KEY])) for frame in frames.values()]
 
-    # every part has every table's column (null but its own), so the parts unite by position, all in one SQL
-    # statement (one DataFrame, one analysis)
+    # every part has every table's column (null but its own), so the parts unite by position, all in one union (one
+    # DataFrame, one analysis)
     selects = []
     for index, (name, frame) in enumerate(frames.items()):
         columns = [f"CAST(NULL AS {struct_type}) AS _{other}" for other, struct_type in enumerate(struct_types)]
         own = sql_text.named_struct((c, sql_text.nullable(sql_text.identifier(c))) for c in frame.columns if c != KEY)
         columns[index] = f"{own} AS _{index}"
-        selects.append(", ".join([f"{sql_text.string_literal(name)} AS _table", sql_text.identifier(KEY), *columns]))
-    united = union_sql(list(frames.values()), selects)
+        selects.append([f"{sql_text.string_literal(name)} AS _table", sql_text.identifier(KEY), *columns])
+    united = union_at_once(list(frames.values()), selects)
     # one task per core: the union has a partition per table and snapshot file (52 for one snapshot, 102 for eleven),
     # and every task deserializes the plan of all the tables, which took most of the job's time
     rows = united.coalesce(default_parallelism(united.sparkSession)).toArrow()

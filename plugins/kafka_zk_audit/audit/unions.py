@@ -6,9 +6,9 @@ united: the checks' 60-odd outputs, the normalized tables collected in one job. 
 pairs, and so on, analyzes each frame about log2(n) times. The optimizer flattens the nested unions into one
 (``CombineUnions``): the executed plan is the same as the chain's.
 
-Every union is still a DataFrame of its own, analyzed when it is built. ``union_sql`` writes the whole union as one
-``spark.sql`` statement (``UNION ALL`` of the frames, each through a select written as SQL text): one DataFrame and
-one analysis however many frames it unites.
+Every union is still a DataFrame of its own, analyzed when it is built. ``union_at_once`` unites any number of frames
+in ONE DataFrame: on a classic session one n-ary ``Union`` of their plans (the operator ``CombineUnions`` makes of a
+tree), analyzed once; on a Spark Connect session one ``spark.sql`` ``UNION ALL`` statement over them.
 """
 
 from __future__ import annotations
@@ -47,16 +47,29 @@ def sql_over(sql: str, frames: Mapping[str, DataFrame]) -> DataFrame:
     return spark.sql(sql, **frames)
 
 
-def union_sql(frames: Sequence[DataFrame], selects: Sequence[str] | None = None) -> DataFrame:
-    """The frames' rows as ONE DataFrame: a ``spark.sql`` ``UNION ALL`` of them by position, each frame through its
-    select list of ``selects`` (SQL text; default ``*``). Raises ValueError without a frame."""
+def union_at_once(frames: Sequence[DataFrame], selects: Sequence[Sequence[str]] | None = None) -> DataFrame:
+    """The frames' rows as ONE DataFrame, united by position, each frame through its select list of ``selects``
+    (expressions as SQL text; default: the frame as it is). Raises ValueError without a frame."""
     if not frames:
-        raise ValueError("union_sql needs at least one frame")
-    lists = list(selects) if selects is not None else ["*"] * len(frames)
+        raise ValueError("union_at_once needs at least one frame")
+    lists = list(selects) if selects is not None else [None] * len(frames)
     if len(lists) != len(frames):
-        raise ValueError(f"union_sql: {len(frames)} frames but {len(lists)} select lists")
-    branches = [f"SELECT {braces_escaped(columns)} FROM {{_{index}}}" for index, columns in enumerate(lists)]
-    return sql_over("\nUNION ALL\n".join(branches), {f"_{index}": frame for index, frame in enumerate(frames)})
+        raise ValueError(f"union_at_once: {len(frames)} frames but {len(lists)} select lists")
+    if not all(hasattr(frame, "_jdf") for frame in frames):  # Spark Connect: one SQL statement
+        branches = [f"SELECT {braces_escaped(', '.join(columns or ['*']))} FROM {{_{index}}}"
+                    for index, columns in enumerate(lists)]
+        return sql_over("\nUNION ALL\n".join(branches), {f"_{index}": frame for index, frame in enumerate(frames)})
+    parts = [frame if columns is None else frame.selectExpr(*columns)
+             for frame, columns in zip(frames, lists, strict=True)]
+    if len(parts) == 1:
+        return parts[0]
+    spark = parts[0].sparkSession
+    jvm = spark._jvm
+    plans = jvm.java.util.ArrayList()
+    for part in parts:
+        plans.add(part._jdf.logicalPlan())
+    union = jvm.org.apache.spark.sql.catalyst.plans.logical.Union(jvm.PythonUtils.toSeq(plans), False, False)
+    return type(parts[0])(jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, union), spark)
 
 
 def only_columns(frame: DataFrame, columns: Sequence[str]) -> DataFrame:

@@ -18,9 +18,9 @@ A check declares what it reads and what it finds::
 
 ``evaluate`` groups the checks by frame. Per frame, one select holds every check as a conditional struct
 (``when(predicate, struct(check_id, subject, path, detail, explained))``) and ``inline`` of the non-null ones gives
-the findings, keyed by snapshot like every frame; the frames' findings are united in one SQL statement: a frame costs
-a handful of DataFrames (each a Catalyst analysis) whatever the number of its checks, and Spark scans it once for all
-of them.
+the findings, keyed by snapshot like every frame; the frames' findings are united at once (one n-ary union): a frame
+costs a handful of DataFrames (each a Catalyst analysis) whatever the number of its checks, and Spark scans it once
+for all of them.
 
 A declared check is still a function of its inputs: called with its tables (by position in its catalogue
 spec's order, or by name) it evaluates itself alone and returns its CHECK_OUTPUT rows.
@@ -37,7 +37,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit import sql_text
-from kafka_zk_audit.audit.unions import union_sql
+from kafka_zk_audit.audit.unions import union_at_once
 from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, KEY, keyed
 
 ColumnLike = Column | str | None
@@ -268,4 +268,4 @@ def evaluate(rules: Iterable[Rule], sources: Sources) -> DataFrame:
         outputs.append(frame.select(KEY, F.inline(F.array_compact(F.array(*found)))))
     if not outputs:
         return empty(sources)
-    return outputs[0] if len(outputs) == 1 else union_sql(outputs)
+    return outputs[0] if len(outputs) == 1 else union_at_once(outputs)
