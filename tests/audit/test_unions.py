@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from kafka_zk_audit.audit import unions
 from kafka_zk_audit.audit.unions import only_columns, union_all, union_at_once
 from kafka_zk_audit_testing.spark_counts import SparkCounter
 
@@ -52,3 +53,15 @@ def test_union_at_once_is_one_frame_of_every_row_by_position(spark):
     assert union_at_once(frames[:1]) is frames[0]
     with pytest.raises(ValueError):
         union_at_once([])
+
+
+def test_union_at_once_falls_back_to_one_sql_statement_without_the_internal_route(spark, monkeypatch):
+    frames = [spark.createDataFrame([(i, f"f{i}")], "n int, s string") for i in range(4)]
+
+    def moved(parts):
+        raise AttributeError("org.apache.spark.sql.classic.Dataset is not there")
+
+    monkeypatch.setattr(unions, "_plans_united", moved)
+    united = union_at_once(frames, [["s AS name", "n * 2 AS twice"]] * len(frames))
+    assert united.columns == ["name", "twice"]
+    assert sorted(tuple(r) for r in united.collect()) == [(f"f{i}", 2 * i) for i in range(4)]

@@ -8,14 +8,19 @@ pairs, and so on, analyzes each frame about log2(n) times. The optimizer flatten
 
 Every union is still a DataFrame of its own, analyzed when it is built. ``union_at_once`` unites any number of frames
 in ONE DataFrame: on a classic session one n-ary ``Union`` of their plans (the operator ``CombineUnions`` makes of a
-tree), analyzed once; on a Spark Connect session one ``spark.sql`` ``UNION ALL`` statement over them.
+tree), analyzed once; on a Spark Connect session, or a Spark without that internal route, one ``spark.sql``
+``UNION ALL`` statement over them.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 
+from py4j.protocol import Py4JError
 from pyspark.sql import DataFrame
+
+log = logging.getLogger(__name__)
 
 
 def union_all(frames: Sequence[DataFrame], *, by_name: bool = True, allow_missing_columns: bool = False) -> DataFrame:
@@ -55,14 +60,23 @@ def union_at_once(frames: Sequence[DataFrame], selects: Sequence[Sequence[str]] 
     lists = list(selects) if selects is not None else [None] * len(frames)
     if len(lists) != len(frames):
         raise ValueError(f"union_at_once: {len(frames)} frames but {len(lists)} select lists")
-    if not all(hasattr(frame, "_jdf") for frame in frames):  # Spark Connect: one SQL statement
-        branches = [f"SELECT {braces_escaped(', '.join(columns or ['*']))} FROM {{_{index}}}"
-                    for index, columns in enumerate(lists)]
-        return sql_over("\nUNION ALL\n".join(branches), {f"_{index}": frame for index, frame in enumerate(frames)})
-    parts = [frame if columns is None else frame.selectExpr(*columns)
-             for frame, columns in zip(frames, lists, strict=True)]
-    if len(parts) == 1:
-        return parts[0]
+    if all(hasattr(frame, "_jdf") for frame in frames):  # a classic session
+        parts = [frame if columns is None else frame.selectExpr(*columns)
+                 for frame, columns in zip(frames, lists, strict=True)]
+        if len(parts) == 1:
+            return parts[0]
+        try:
+            return _plans_united(parts)
+        except (Py4JError, AttributeError, TypeError) as error:  # Spark's internals moved: the SQL statement
+            log.debug("one Union of the plans is not available (%s): one UNION ALL statement instead", error)
+    branches = [f"SELECT {braces_escaped(', '.join(columns or ['*']))} FROM {{_{index}}}"
+                for index, columns in enumerate(lists)]
+    return sql_over("\nUNION ALL\n".join(branches), {f"_{index}": frame for index, frame in enumerate(frames)})
+
+
+def _plans_united(parts: Sequence[DataFrame]) -> DataFrame:
+    """One n-ary Catalyst ``Union`` of the frames' logical plans as a DataFrame (Spark 4's classic ``Dataset``;
+    not a public API, so ``union_at_once`` falls back to SQL text when it is not there)."""
     spark = parts[0].sparkSession
     jvm = spark._jvm
     plans = jvm.java.util.ArrayList()
