@@ -158,15 +158,15 @@ def write_pairs(count: int, work: Path) -> tuple[Warehouse, list[str]]:
 def fresh_copy(store: Warehouse, ids: list[str], root: Path, paired: bool) -> Warehouse:
     """A warehouse holding copies of these prepared snapshots (with their entries and prepared verdicts when
     ``paired``): the audit writes each verdict back, so every run starts from its own copy."""
+    from bench_fleet import warehouse_of
+
     shutil.rmtree(root, ignore_errors=True)
-    for sid in ids:
-        shutil.copytree(store.snapshot_dir(sid), root / "snapshots" / f"snapshot_id={sid}")
-        if paired:
-            shutil.copytree(store.migration_entries_dir(sid),
-                            root / "tables" / "migration_entries" / f"snapshot_id={sid}")
-            (root / "runs" / sid).mkdir(parents=True)
-            shutil.copy(store.migration_diff_path(sid), root / "runs" / sid / "migration_diff.json")
-    return Warehouse(str(root))
+    warehouse = warehouse_of(store, ids, root)
+    for sid in ids if paired else ():
+        shutil.copytree(store.migration_entries_dir(sid), warehouse.migration_entries_dir(sid))
+        Path(warehouse.run_dir(sid)).mkdir(parents=True)
+        shutil.copy(store.migration_diff_path(sid), warehouse.migration_diff_path(sid))
+    return warehouse
 
 
 def verdict_problem(warehouse: Warehouse, ids: list[str]) -> str | None:
