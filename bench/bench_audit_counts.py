@@ -5,13 +5,13 @@
 
 A private ZooKeeper on 127.0.0.1 holds one simulated 3.x cluster (``bench/profile_audit.py``'s), snapshotted into a
 warehouse. Then, ``--rounds`` times, alternated: a bare ``spark-submit`` of a trivial PySpark app (a session, a
-three-row DataFrame, its count) and the audit app (``spark_apps/audit_snapshot.py``, as the DAG's audit task runs
-it, on a fresh warehouse each time; with ``--baseline-tree``, that tree's app too), each timed from launch to exit,
-wall and CPU (the app's processes, from ``getrusage``). One more audit app per tree runs with the counters of
-``kafka_zk_audit_testing.spark_counts`` around its audit (``audit_batch``): the DataFrames built, Catalyst's
-analyses and rule time, the Spark jobs and the py4j calls into the JVM. With ``--warm N`` one Python process per
-tree audits the snapshot N + 1 times in one in-process session and reports the last N (the warm audit). It prints
-medians and the ratios to the bare app as Markdown tables.
+three-row DataFrame, its count) and the audit app (``spark_apps/audit_snapshot.py``, as the DAG's audit task runs it:
+its settings, the machine's class-data archive mapped, on a fresh warehouse each time; with ``--baseline-tree``, that
+tree's app too), each timed from launch to exit, wall and CPU (the app's processes, from ``getrusage``). One more
+audit app per tree runs with the counters of ``kafka_zk_audit_testing.spark_counts`` around its audit
+(``audit_batch``): the DataFrames built, Catalyst's analyses and rule time, the Spark jobs and the py4j calls into the
+JVM. With ``--warm N`` one Python process per tree audits the snapshot N + 1 times in one in-process session and
+reports the last N (the warm audit). It prints medians and the ratios to the bare app as Markdown tables.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -55,14 +56,19 @@ def app_env(tree: Path | None = None) -> dict[str, str]:
     return env
 
 
-def submit(app: Path, app_args: list[str], log: Path, tree: Path | None = None) -> dict[str, float]:
-    """spark-submit ``app`` (``local[*]``, the audit task's --conf); its wall and CPU seconds."""
-    from kafka_zk_audit.audit.session import submit_conf
+def submit(app: Path, app_args: list[str], log: Path, tree: Path | None = None, *,
+           archive: bool = False) -> dict[str, float]:
+    """spark-submit ``app`` (``local[*]``, the audit task's --conf); its wall and CPU seconds. ``archive``: launched
+    as the DAG's audit task launches its app, with the machine's class-data archive mapped (written by this run when
+    there is none yet); without it, as a bare spark-submit."""
+    from kafka_zk_audit.audit.session import class_data_sharing, submit_conf
 
-    confs = [item for key, value in submit_conf().items() for item in ("--conf", f"{key}={value}")]
-    args = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[*]", *confs, str(app), *app_args]
     launched, cpu = time.monotonic(), children_cpu()
-    with log.open("wb") as out:
+    with (class_data_sharing(submit_conf()) if archive else nullcontext(submit_conf())) as conf, \
+            log.open("wb") as out:
+        confs = [item for key, value in conf.items() for item in ("--conf", f"{key}={value}")]
+        args = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[*]", *confs, str(app),
+                *app_args]
         code = subprocess.run(args, stdout=out, stderr=subprocess.STDOUT, env=app_env(tree)).returncode
     if code != 0:
         raise SystemExit(f"{app.name} failed (exit {code}); see {log}")
@@ -184,7 +190,7 @@ def main() -> int:
             root = fresh_warehouse(work, snapshots, f"app-{label[:4]}-{attempt}")
             app = (tree or REPO) / "spark_apps" / "audit_snapshot.py"
             audit[label].append(submit(app, ["--warehouse", root, "--snapshot-id", snapshot_id],
-                                       work / f"audit-{label[:4]}-{attempt}.log", tree))
+                                       work / f"audit-{label[:4]}-{attempt}.log", tree, archive=True))
             line.append(f"{label} {audit[label][-1]['wall']:.1f} s / {audit[label][-1]['cpu']:.1f} CPU-s")
         print(", ".join(line), flush=True)
     counts: dict[str, dict[str, float]] = {}
@@ -192,7 +198,8 @@ def main() -> int:
     for label, tree in trees.items():
         root = fresh_warehouse(work, snapshots, f"app-{label[:4]}-counted")
         log = work / f"audit-{label[:4]}-counted.log"
-        submit(Path(__file__), ["--counted-app", "--warehouse", root, "--snapshot-id", snapshot_id], log, tree)
+        submit(Path(__file__), ["--counted-app", "--warehouse", root, "--snapshot-id", snapshot_id], log, tree,
+               archive=True)
         counts[label] = next(json.loads(line.split(COUNTS_LINE, 1)[1])
                              for line in log.read_text(errors="replace").splitlines() if COUNTS_LINE in line)
         if args.warm:

@@ -10,10 +10,12 @@ process:
 
 1. ``--rounds`` alternated rounds of a bare ``spark-submit`` app (``bench/bench_audit_counts.py``'s: a session, a
    three-row DataFrame, its count), the audit app on the small cluster's snapshot (``spark_apps/audit_snapshot.py``
-   as the DAG's audit task runs it, a fresh warehouse each time; ``bench/profile_audit.py``'s ``run_app``: wall, CPU
-   and the app's ``profile`` lines, i.e. where its time goes phase by phase) and one ``airflow dags test`` of the
-   demo-shaped cluster on a new warehouse (``bench_all.dag_run``: its wall and each task's, from Airflow's metadata
-   DB). The ratios are the medians' against the bare app of the same rounds;
+   as the DAG's audit task runs it: its settings, the machine's class-data archive of the driver JVM mapped, a fresh
+   warehouse each time; ``bench/profile_audit.py``'s ``run_app``: wall, CPU and the app's ``profile`` lines, i.e.
+   where its time goes phase by phase) and one ``airflow dags test`` of the demo-shaped cluster on a new warehouse
+   (``bench_all.dag_run``: its wall and each task's, from Airflow's metadata DB). The ratios are the medians' against
+   the bare app of the same rounds. Each round also times the bare app with the same archive mapped, for reference
+   (the floor the archive leaves); a machine without the archive yet writes it first with one untimed audit app;
 2. one more audit app with ``kafka_zk_audit_testing.spark_counts`` around its audit (``bench_audit_counts``'s counted
    app): the DataFrames built, Catalyst's analyses, the Spark jobs and the py4j calls into the JVM;
 3. ``--warm`` warm in-process audits of the same snapshot after one to warm up (``bench_audit_counts``'s warm worker,
@@ -128,12 +130,20 @@ def save(results: dict, work: Path) -> None:
 
 def rounds(server: ZooKeeperServer, work: Path, snapshots: Path, snapshot_id: str, count: int) -> list[dict]:
     """``count`` alternated rounds: the bare app, the audit app (with its profile), one DAG run of the demo cluster."""
+    from kafka_zk_audit.audit.session import class_data_archive
+
     bare_app = work / "bare_app.py"
     bare_app.write_text(bench_audit_counts.BARE_APP)
+    archive = class_data_archive()
+    if archive is not None and not archive.is_file():  # as a machine's first audit app does, once: not timed
+        say(f"writing the driver's class-data archive with one audit app (once per Java and Spark): {archive}")
+        root = bench_audit_counts.fresh_warehouse(work, snapshots, "app-archive")
+        profile_audit.run_app(None, root, snapshot_id, work / "audit-archive.log", [])
     done = []
     for attempt in range(count):
-        say(f"round {attempt + 1} of {count}: bare app, audit app, DAG run")
+        say(f"round {attempt + 1} of {count}: bare app (plain, then with the archive), audit app, DAG run")
         bare = bench_audit_counts.submit(bare_app, [], work / f"bare-{attempt}.log")
+        bare_mapped = bench_audit_counts.submit(bare_app, [], work / f"bare-mapped-{attempt}.log", archive=True)
         root = bench_audit_counts.fresh_warehouse(work, snapshots, f"app-{attempt}")
         audit = profile_audit.run_app(None, root, snapshot_id, work / f"audit-{attempt}.log", [])
         run_work = work / f"dag-{attempt}"
@@ -146,8 +156,9 @@ def rounds(server: ZooKeeperServer, work: Path, snapshots: Path, snapshot_id: st
                       if task.split("[")[0] in DATA_TASKS and state != "success"]:
             raise SystemExit(f"the DAG run's data tasks did not succeed ({', '.join(broken)}); "
                              f"see {run_work / 'dag.log'}")
-        done.append({"bare": bare, "audit": audit, "dag": dag})
-        say(f"  bare {bare['wall']:.1f} s, audit app {audit['wall']:.1f} s, DAG run {dag['wall']:.1f} s: "
+        done.append({"bare": bare, "bare_mapped": bare_mapped, "audit": audit, "dag": dag})
+        say(f"  bare {bare['wall']:.1f} s (with the archive {bare_mapped['wall']:.1f} s), audit app "
+            f"{audit['wall']:.1f} s, DAG run {dag['wall']:.1f} s: "
             + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in dag["tasks"]))
     return done
 
@@ -310,7 +321,10 @@ def medians(results: dict) -> dict[str, float]:
     rows = results["rounds"]
     return {"bare": median([r["bare"]["wall"] for r in rows]), "bare_cpu": median([r["bare"]["cpu"] for r in rows]),
             "audit": median([r["audit"]["wall"] for r in rows]), "audit_cpu": median([r["audit"]["cpu"] for r in rows]),
-            "dag": median([r["dag"]["wall"] for r in rows])}
+            "dag": median([r["dag"]["wall"] for r in rows]),
+            **({"bare_mapped": median([r["bare_mapped"]["wall"] for r in rows]),
+                "bare_mapped_cpu": median([r["bare_mapped"]["cpu"] for r in rows])}
+               if all("bare_mapped" in r for r in rows) else {})}
 
 
 def figures(results: dict) -> dict[str, tuple[float | None, str]]:
@@ -422,6 +436,10 @@ def detail_tables(results: dict) -> str:
            f"| wall, launch to exit | {m['audit']:.1f} s | {m['bare']:.1f} s | {m['audit'] / m['bare']:.2f}× |",
            f"| CPU, every process | {m['audit_cpu']:.1f} s | {m['bare_cpu']:.1f} s | "
            f"{m['audit_cpu'] / m['bare_cpu']:.2f}× |", ""]
+    if "bare_mapped" in m:
+        out[-1:] = [f"| the bare app with the audit app's class-data archive mapped (for reference) | – | "
+                    f"{m['bare_mapped']:.1f} s, {m['bare_mapped_cpu']:.1f} CPU-s | "
+                    f"{m['audit'] / m['bare_mapped']:.2f}× |", ""]
     if c := results.get("counts"):
         out += ["| one more audit app, counted around its audit | |", "|---|---|",
                 f"| DataFrames built | {c['dataframes']:,} |", f"| Catalyst analyses | {c['analyses']:,} |",

@@ -7,9 +7,10 @@ It starts a private ZooKeeper on 127.0.0.1, writes a simulated 3.x cluster with 
 it. Then, for each code tree (this checkout, and with ``--baseline-tree`` a copy of an older ``plugins/`` and
 ``spark_apps/``, run on its own warehouse so that neither sees the other's findings as history):
 
-* the audit app, with spark-submit (``local[*]``) as the DAG's audit task runs it: wall time from launch to
-  exit, the time until the app's ``main`` ran (JVM launcher and Python start), the Spark session start, and
-  the app's own phases with their Spark job counts (the ``profile`` lines the app logs at INFO);
+* the audit app, with spark-submit (``local[*]``) as the DAG's audit task runs it (its settings, the machine's
+  class-data archive of the driver JVM mapped): wall time from launch to exit, the time until the app's ``main``
+  ran (JVM launcher and Python start), the Spark session start, and the app's own phases with their Spark job
+  counts (the ``profile`` lines the app logs at INFO);
 * the gate on that snapshot, in a fresh Python process as an Airflow task would be: imports, the GX File
   Data Context, the checkpoint's configuration, each validation, the Data Docs build and their localisation.
 
@@ -78,17 +79,19 @@ def tree_env(tree: Path | None) -> dict[str, str]:
 
 
 def run_app(tree: Path | None, warehouse_root: str, snapshot_id: str, log: Path, conf: list[str]) -> dict[str, Any]:
-    """spark-submit the audit app once; wall seconds, launch-to-main seconds and the app's profile lines."""
+    """spark-submit the audit app once, as the DAG's audit task launches it (its ``--conf`` settings, the machine's
+    class-data archive mapped, or written by this run when there is none yet); wall seconds, launch-to-main seconds
+    and the app's profile lines. ``conf`` (``KEY=VALUE``) is added last: a later ``--conf`` of the same key wins."""
     spark_submit = Path(sys.executable).parent / "spark-submit"
     app = (tree or REPO) / "spark_apps" / "audit_snapshot.py"
-    from kafka_zk_audit.audit.session import submit_conf
+    from kafka_zk_audit.audit.session import class_data_sharing, submit_conf
 
-    shipped = [f"{key}={value}" for key, value in submit_conf().items()]  # a later --conf of the same key wins
-    confs = [item for pair in (("--conf", c) for c in [*shipped, *conf]) for item in pair]
-    args = [str(spark_submit), "--master", "local[*]", *confs, str(app),
-            "--warehouse", warehouse_root, "--snapshot-id", snapshot_id]
     launched, cpu = time.time(), children_cpu()
-    with log.open("wb") as out:
+    with class_data_sharing(submit_conf()) as shipped, log.open("wb") as out:
+        pairs = [f"{key}={value}" for key, value in shipped.items()]
+        confs = [item for pair in (("--conf", c) for c in [*pairs, *conf]) for item in pair]
+        args = [str(spark_submit), "--master", "local[*]", *confs, str(app),
+                "--warehouse", warehouse_root, "--snapshot-id", snapshot_id]
         code = subprocess.run(args, stdout=out, stderr=subprocess.STDOUT, env=tree_env(tree)).returncode
     wall, cpu = time.time() - launched, children_cpu() - cpu
     if code != 0:

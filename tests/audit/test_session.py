@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import time
 
 import pytest
 
@@ -84,6 +86,31 @@ def test_the_first_launch_writes_the_class_data_archive_and_later_launches_map_i
     with class_data_sharing(conf) as damaged:
         assert java_version(damaged[DRIVER_JAVA_OPTIONS_KEY]).returncode == 0
         assert java_version(damaged[DRIVER_JAVA_OPTIONS_KEY], "-Xshare:on").returncode != 0
+
+
+def test_a_new_archive_takes_the_place_of_the_least_recently_used_beyond_four(tmp_path, monkeypatch):
+    """Every new virtualenv or Spark writes an archive of ~180 MB: the folder keeps the four last used."""
+    from kafka_zk_audit.audit.session import DRIVER_JAVA_OPTIONS_KEY, class_data_archive, class_data_sharing
+
+    monkeypatch.setenv("KAFKA_ZK_AUDIT_JVM_CACHE", str(tmp_path / "jvm"))
+    archive = class_data_archive()
+    archive.parent.mkdir(parents=True)
+    now = time.time()
+    others = [archive.parent / f"spark-driver-other{hours}.jsa" for hours in range(1, 6)]
+    for hours, other in enumerate(others, start=1):
+        other.write_bytes(b"an archive of another install")
+        os.utime(other, (now - hours * 3600, now - hours * 3600))
+    (archive.parent / "notes.txt").write_text("not an archive")
+    conf = {DRIVER_JAVA_OPTIONS_KEY: "-XX:TieredStopAtLevel=1"}
+    with class_data_sharing(conf) as first:
+        assert java_version(first[DRIVER_JAVA_OPTIONS_KEY]).returncode == 0
+        assert all(other.exists() for other in others)  # nothing pruned until the new one is kept
+    assert sorted(p.name for p in archive.parent.iterdir()) == sorted(
+        [archive.name, "notes.txt", *(other.name for other in others[:3])])
+    os.utime(archive, (now - 24 * 3600, now - 24 * 3600))
+    with class_data_sharing(conf) as later:  # a launch that maps it marks it used
+        assert f"-XX:SharedArchiveFile={archive}" in later[DRIVER_JAVA_OPTIONS_KEY].split()
+    assert archive.stat().st_mtime > now - 60
 
 
 def test_one_launch_writes_the_archive_at_a_time_and_a_failed_one_keeps_nothing(tmp_path, monkeypatch):

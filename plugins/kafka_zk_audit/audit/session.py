@@ -8,7 +8,7 @@ import os
 import shutil
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,6 +57,10 @@ JVM_CACHE_ENV = "KAFKA_ZK_AUDIT_JVM_CACHE"
 DRIVER_JAVA_OPTIONS_KEY = "spark.driver.extraJavaOptions"
 _CDS_QUIET = "-Xlog:cds*=off"  # writing an archive lists every class it cannot share (signed jars, generated code)
 _STALE_WRITER = 1800.0  # seconds after which another writer's claim is taken over (it died before its exit)
+# Archives kept in the folder: each is ~180 MB and is written for one Java, Spark install and driver options (a new
+# virtualenv or Spark upgrade writes a new one), so a new archive takes the place of the least recently used beyond
+# these (an archive's modification time is its last use: each launch that maps it touches it).
+KEPT_ARCHIVES = 4
 
 
 def _java_home() -> Path | None:
@@ -152,6 +156,8 @@ def class_data_sharing(conf: Mapping[str, str]) -> Iterator[dict[str, str]]:
         yield dict(conf)
         return
     if archive.is_file():
+        with suppress(OSError):
+            os.utime(archive)  # in use: the last one pruned
         yield _with_java_options(conf, *_mapping(archive))
         return
     lock = _claim_writer(archive)
@@ -163,9 +169,25 @@ def class_data_sharing(conf: Mapping[str, str]) -> Iterator[dict[str, str]]:
         yield _with_java_options(conf, f"-XX:ArchiveClassesAtExit={partial}", _CDS_QUIET)
         if partial.is_file() and partial.stat().st_size > 0:
             os.replace(partial, archive)
+            prune_archives(archive.parent, keep=KEPT_ARCHIVES)
     finally:
         partial.unlink(missing_ok=True)
         lock.unlink(missing_ok=True)
+
+
+def prune_archives(folder: Path, keep: int = KEPT_ARCHIVES) -> list[Path]:
+    """Delete the driver archives of ``folder`` beyond the ``keep`` most recently used (an archive a JVM has mapped
+    stays readable to it); returns those deleted."""
+    archives = []
+    for path in folder.glob("spark-driver-*.jsa"):
+        with suppress(OSError):
+            archives.append((path.stat().st_mtime, path))
+    deleted = []
+    for _, path in sorted(archives, reverse=True)[keep:]:
+        with suppress(OSError):
+            path.unlink()
+            deleted.append(path)
+    return deleted
 
 
 def is_local(master: str) -> bool:
