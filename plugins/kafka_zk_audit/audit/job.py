@@ -17,10 +17,11 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -53,6 +54,7 @@ from kafka_zk_audit.contract.settings import load_config
 from kafka_zk_audit.contract.warehouse import Warehouse, read_manifest
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Tables the history checks compare with the previous audited snapshot.
 HISTORY_TABLES = ("partitions", "controller_epoch", "consumer_offsets", "topics", "migration", "controller")
@@ -86,6 +88,15 @@ class PhaseClock:
             yield
         finally:
             self.phases[name] = {"seconds": round(time.monotonic() - started, 3), "jobs": self._jobs() - jobs}
+
+    def timed(self, name: str, work: Callable[..., T], *args: Any) -> T:
+        """``work(*args)``, its wall seconds kept as phase ``name`` (a phase run beside the others: its jobs are
+        counted with the phase it overlaps)."""
+        started = time.monotonic()
+        try:
+            return work(*args)
+        finally:
+            self.phases[name] = {"seconds": round(time.monotonic() - started, 3), "jobs": 0}
 
     def log(self, snapshot_ids: Sequence[str]) -> None:
         log.info("profile %s", json.dumps({"snapshot_ids": list(snapshot_ids), "phases": self.phases}))
@@ -232,14 +243,23 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
 
     with clock.phase("checks+findings"):
         verdicts = paired_verdicts(spark, warehouse, ids)  # the paired snapshots' migration diffs, one plan
-        raw = with_paired_findings(spark, run_checks(tables, previous_tables, params), verdicts)
-        finalized = finalize_findings(raw, batch, previous_findings)
-        findings = finalized.findings
+        # the readiness report needs neither the checks nor the findings: a second driver thread plans and runs it
+        # while this one does the checks (the driver's JVM analyses both at once; each Python thread has its own)
+        beside = ThreadPoolExecutor(1, thread_name_prefix="readiness") if for_gate else None
+        pending = beside.submit(clock.timed, "readiness", _readiness, spark, out, batch, tables, snapshot,
+                                target_version, verdicts) if beside else None
+        try:
+            raw = with_paired_findings(spark, run_checks(tables, previous_tables, params), verdicts)
+            finalized = finalize_findings(raw, batch, previous_findings)
+            findings = finalized.findings
+        finally:
+            if beside is not None:
+                beside.shutdown(wait=True)
 
     readiness: dict[str, dict[str, Any]] = {}
-    if for_gate:
-        with clock.phase("readiness"):
-            readiness = _readiness(spark, out, batch, tables, snapshot, target_version, verdicts)
+    if pending is not None:
+        with clock.phase("readiness (after the checks)"):
+            readiness = pending.result()
 
     if for_gate:
         with clock.phase("audit tables"):
