@@ -217,7 +217,8 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
 
     with clock.phase("read+normalize+write"):
         clusters = {"cluster": {s.snapshot_id: s.cluster for s in batch.snapshots}}
-        if small:  # one job for every table: the rows fit the driver
+        if small:  # a job or two for every table: the rows fit the driver
+            tables.materialize()  # collected by two jobs at once: each reads the parse, done once before them
             collected = collect_all_at_once(tables)
             row_counts = write_collected(collected, out, {name: out.table_dir(name) for name in tables}, ids,
                                          clusters)

@@ -13,13 +13,14 @@ get ``_SUCCESS`` when their write is complete (it marks a snapshot as audited).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructField, StructType
 
 from kafka_zk_audit.audit import sql_text
-from kafka_zk_audit.audit.session import default_parallelism
+from kafka_zk_audit.audit.session import PLANNING_THREADS, default_parallelism
 from kafka_zk_audit.audit.unions import union_at_once
 from kafka_zk_audit.contract.schemas import KEY, keyed
 from kafka_zk_audit.contract.warehouse import Warehouse
@@ -112,16 +113,32 @@ def write_arrow(warehouse: Warehouse, root: str, table: Any, snapshot_ids: Seque
 def write_all_at_once(frames: Mapping[str, DataFrame], warehouse: Warehouse, roots: Mapping[str, str],
                       snapshot_ids: Sequence[str], extra: Mapping[str, Mapping[str, Any]] | None = None,
                       ) -> dict[str, dict[str, int]]:
-    """Several small keyed frames (name -> frame) collected in ONE Spark job and written by pyarrow, each as
-    ``roots[name]/snapshot_id=<id>/part-00000.parquet`` (the key out of the files, as a partitioned write leaves
-    it; ``extra``: column -> {snapshot id -> value} appended to every file, e.g. the cluster). For a batch whose
-    rows fit the driver: one job instead of one per table. Returns the rows written, by snapshot and frame."""
+    """Several small keyed frames (name -> frame) collected in few Spark jobs (``collect_all_at_once``) and written
+    by pyarrow, each as ``roots[name]/snapshot_id=<id>/part-00000.parquet`` (the key out of the files, as a
+    partitioned write leaves it; ``extra``: column -> {snapshot id -> value} appended to every file, e.g. the
+    cluster). For a batch whose rows fit the driver: a job or two instead of one per table. Returns the rows
+    written, by snapshot and frame."""
     return write_collected(collect_all_at_once(frames), warehouse, roots, snapshot_ids, extra)
 
 
 def collect_all_at_once(frames: Mapping[str, DataFrame]) -> dict[str, Any]:
-    """Several small keyed frames collected in ONE Spark job: name -> Arrow table of the frame's columns, the key
-    last (every column nullable, as the Parquet files have them)."""
+    """Several small keyed frames collected in few Spark jobs: name -> Arrow table of the frame's columns, the key
+    last (every column nullable, as the Parquet files have them). The frames are split into ``PLANNING_THREADS``
+    parts, each one union and one job, planned and run at once by as many driver threads (a small batch's time is
+    the driver's JVM analysing and planning the union)."""
+    names = list(frames)
+    parts = [names[index::PLANNING_THREADS] for index in range(min(PLANNING_THREADS, len(names)))]
+    if len(parts) <= 1:
+        return _collect_united(frames)
+    collected: dict[str, Any] = {}
+    with ThreadPoolExecutor(len(parts), thread_name_prefix="collect") as collectors:
+        for part in collectors.map(lambda part: _collect_united({name: frames[name] for name in part}), parts):
+            collected.update(part)
+    return {name: collected[name] for name in names}
+
+
+def _collect_united(frames: Mapping[str, DataFrame]) -> dict[str, Any]:
+    """``collect_all_at_once`` of some frames in ONE Spark job."""
     import pyarrow as pa
     import pyarrow.compute as pc
     from pyspark.sql.pandas.types import to_arrow_schema

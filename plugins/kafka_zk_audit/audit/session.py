@@ -299,6 +299,9 @@ def connect_session(url: str) -> Iterator[SparkSession]:
 
 
 SMALL_SNAPSHOT_ZNODES = 200_000
+# Driver threads that build independent frames at once (the normalizer's tables, the two halves of a collect): a small
+# audit's time is the driver's JVM analysing each new frame, and one Python thread keeps one core of it busy.
+PLANNING_THREADS = 2
 
 
 def size_spark_to(spark: SparkSession, rows: int) -> bool:

@@ -36,13 +36,16 @@ helper modules themselves are internal.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
 from kafka_zk_audit.audit import sql_text
+from kafka_zk_audit.audit.session import PLANNING_THREADS
 from kafka_zk_audit.contract.schemas import TABLES, keyed
 
 from . import admin, brokers, configs, consumers, controller, kraft, notifications, security, topics
@@ -89,6 +92,13 @@ class NormalizedTables(dict[str, DataFrame]):
     def __init__(self, tables: dict[str, DataFrame], cached: list[DataFrame]) -> None:
         super().__init__(tables)
         self.cached = cached
+
+    def materialize(self) -> None:
+        """Classify and parse now, in one Spark job (no-op when nothing is persisted): the tables then read the kept
+        blocks. Jobs that read the tables at once need it: the first to finish would otherwise checkpoint the parse
+        frame, cutting its lineage under the tasks of the others (whose metrics the driver then no longer finds)."""
+        if self.cached:
+            self.cached[0].count()
 
     def release(self) -> None:
         """Unpersist the cached classified frame and drop the checkpointed parse frame's blocks (no-op when nothing
@@ -154,16 +164,19 @@ def normalize(snapshot: DataFrame, *, persist: bool = True) -> NormalizedTables:
         # checkpointed, not only cached: the tables' frames then stand on a leaf, not on the parse's one large
         # projection, which Catalyst would otherwise walk again for each of the ~80 frames built on it
         parsed = parsed.localCheckpoint(eager=False, storageLevel=StorageLevel.MEMORY_AND_DISK)
-    frames: dict[str, DataFrame] = {
-        "notifications": notifications_table(classified),
-        "malformed_znodes": malformed_table(parsed),
-        "unreadable_znodes": unreadable_table(classified),
-    }
-    for family in FAMILIES:
-        frames.update(family.tables(parsed))
+    builders: list[Callable[[], dict[str, DataFrame]]] = [
+        lambda: {"notifications": notifications_table(classified), "malformed_znodes": malformed_table(parsed),
+                 "unreadable_znodes": unreadable_table(classified)},
+        *[partial(family.tables, parsed) for family in FAMILIES],
+    ]
+    frames: dict[str, DataFrame] = {}
+    # the driver's JVM analyses each new frame: two driver threads build the families' tables at once
+    with ThreadPoolExecutor(PLANNING_THREADS, thread_name_prefix="normalize") as planners:
+        for built in planners.map(lambda build: {name: conform(frame, keyed(TABLES[name])) if name in TABLES
+                                                 else frame for name, frame in build().items()}, builders):
+            frames.update(built)
     if set(frames) != set(TABLES):
         raise AssertionError(
             f"normalizer tables {sorted(frames)} differ from schemas.TABLES {sorted(TABLES)}"
         )
-    conformed = {name: conform(frames[name], keyed(schema)) for name, schema in TABLES.items()}
-    return NormalizedTables(conformed, [parsed, classified] if persist else [])
+    return NormalizedTables({name: frames[name] for name in TABLES}, [parsed, classified] if persist else [])
