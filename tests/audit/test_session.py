@@ -209,3 +209,20 @@ def test_a_column_expression_costs_one_call_to_the_jvm_not_a_class_lookup_each_t
     assert view.functions.col("x").toString() == "x"
     frame = spark.createDataFrame([(1, "a")], ["n", "s"]).select(F.concat_ws("-", "s", F.col("n").cast("string")))
     assert frame.collect()[0][0] == "a-1"
+
+
+def test_driver_threads_run_in_order_with_the_callers_job_group(spark):
+    """The audit plans independent frames in two driver threads: their jobs belong to the caller's job group, and
+    two threads' queries at once do not share one copy of the local properties (Spark sets each query's id there)."""
+    from kafka_zk_audit.audit.session import in_driver_threads
+
+    context = spark.sparkContext
+    context.setJobGroup("driver-threads", "the test's jobs")
+    try:
+        counted = in_driver_threads(spark, lambda n: (spark.range(n).groupBy().count().collect()[0][0],
+                                                      context.getLocalProperty("spark.jobGroup.id")), range(1, 7))
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
+        context.setLocalProperty("spark.job.description", None)
+    assert counted == [(n, "driver-threads") for n in range(1, 7)]
+    assert len(context.statusTracker().getJobIdsForGroup("driver-threads")) >= 6

@@ -46,7 +46,7 @@ from kafka_zk_audit.audit.keyed_io import (
 from kafka_zk_audit.audit.normalize import normalize
 from kafka_zk_audit.audit.paired import paired_verdicts, with_paired_findings
 from kafka_zk_audit.audit.readiness import SnapshotReadiness, audit_readiness, write_audit_migration
-from kafka_zk_audit.audit.session import is_connect, size_spark_to
+from kafka_zk_audit.audit.session import for_driver_thread, is_connect, size_spark_to
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
 from kafka_zk_audit.contract.drift import DRIFT_TABLE
 from kafka_zk_audit.contract.schemas import DRIFT, FINDINGS, KEY, SNAPSHOT, TABLES
@@ -247,8 +247,8 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
         # the readiness report needs neither the checks nor the findings: a second driver thread plans and runs it
         # while this one does the checks (the driver's JVM analyses both at once; each Python thread has its own)
         beside = ThreadPoolExecutor(1, thread_name_prefix="readiness") if for_gate else None
-        pending = beside.submit(clock.timed, "readiness", _readiness, spark, out, batch, tables, snapshot,
-                                target_version, verdicts) if beside else None
+        pending = beside.submit(for_driver_thread(spark, clock.timed), "readiness", _readiness, spark, out, batch,
+                                tables, snapshot, target_version, verdicts) if beside else None
         try:
             raw = with_paired_findings(spark, run_checks(tables, previous_tables, params), verdicts)
             finalized = finalize_findings(raw, batch, previous_findings)

@@ -13,14 +13,13 @@ get ``_SUCCESS`` when their write is complete (it marks a snapshot as audited).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructField, StructType
 
 from kafka_zk_audit.audit import sql_text
-from kafka_zk_audit.audit.session import PLANNING_THREADS, default_parallelism
+from kafka_zk_audit.audit.session import PLANNING_THREADS, default_parallelism, in_driver_threads
 from kafka_zk_audit.audit.unions import union_at_once
 from kafka_zk_audit.contract.schemas import KEY, keyed
 from kafka_zk_audit.contract.warehouse import Warehouse
@@ -131,9 +130,10 @@ def collect_all_at_once(frames: Mapping[str, DataFrame]) -> dict[str, Any]:
     if len(parts) <= 1:
         return _collect_united(frames)
     collected: dict[str, Any] = {}
-    with ThreadPoolExecutor(len(parts), thread_name_prefix="collect") as collectors:
-        for part in collectors.map(lambda part: _collect_united({name: frames[name] for name in part}), parts):
-            collected.update(part)
+    spark = next(iter(frames.values())).sparkSession
+    for part in in_driver_threads(spark, lambda part: _collect_united({name: frames[name] for name in part}), parts,
+                                  workers=len(parts)):
+        collected.update(part)
     return {name: collected[name] for name in names}
 
 

@@ -7,15 +7,18 @@ import importlib.util
 import os
 import shutil
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kafka_zk_audit.audit.jvm_handles import keep_jvm_handles
 
 if TYPE_CHECKING:  # pyspark is imported where a session is made: the DAG file imports submit_conf without it
     from pyspark.sql import SparkSession
+
+T = TypeVar("T")
 
 # Every session: no UI, and no Python-side DataFrame debugging info (it costs JVM round trips on
 # every call: planning the normalizer's ~25 tables takes about half as long without it).
@@ -302,6 +305,23 @@ SMALL_SNAPSHOT_ZNODES = 200_000
 # Driver threads that build independent frames at once (the normalizer's tables, the two halves of a collect): a small
 # audit's time is the driver's JVM analysing each new frame, and one Python thread keeps one core of it busy.
 PLANNING_THREADS = 2
+
+
+def for_driver_thread(spark: SparkSession, function: Callable[..., T]) -> Callable[..., T]:
+    """``function`` to run in another driver thread as this one would: with a copy of this thread's Spark local
+    properties (job group, description, scheduler pool) and tags, and on Spark Connect its session. Wrap each call
+    anew: threads must not share one copy (Spark sets a running query's id in them)."""
+    from pyspark import inheritable_thread_target
+
+    return inheritable_thread_target(spark)(function)
+
+
+def in_driver_threads(spark: SparkSession, function: Callable[[Any], T], items: Iterable[Any],
+                      workers: int = PLANNING_THREADS) -> list[T]:
+    """``function(item)`` for every item, ``workers`` driver threads at a time (``for_driver_thread``), in order."""
+    with ThreadPoolExecutor(workers, thread_name_prefix="driver") as pool:
+        futures = [pool.submit(for_driver_thread(spark, function), item) for item in items]
+        return [future.result() for future in futures]
 
 
 def size_spark_to(spark: SparkSession, rows: int) -> bool:

@@ -37,7 +37,6 @@ helper modules themselves are internal.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
 from pyspark import StorageLevel
@@ -45,7 +44,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
 from kafka_zk_audit.audit import sql_text
-from kafka_zk_audit.audit.session import PLANNING_THREADS
+from kafka_zk_audit.audit.session import in_driver_threads
 from kafka_zk_audit.contract.schemas import TABLES, keyed
 
 from . import admin, brokers, configs, consumers, controller, kraft, notifications, security, topics
@@ -171,10 +170,10 @@ def normalize(snapshot: DataFrame, *, persist: bool = True) -> NormalizedTables:
     ]
     frames: dict[str, DataFrame] = {}
     # the driver's JVM analyses each new frame: two driver threads build the families' tables at once
-    with ThreadPoolExecutor(PLANNING_THREADS, thread_name_prefix="normalize") as planners:
-        for built in planners.map(lambda build: {name: conform(frame, keyed(TABLES[name])) if name in TABLES
-                                                 else frame for name, frame in build().items()}, builders):
-            frames.update(built)
+    for built in in_driver_threads(snapshot.sparkSession, lambda build: {
+            name: conform(frame, keyed(TABLES[name])) if name in TABLES else frame
+            for name, frame in build().items()}, builders):
+        frames.update(built)
     if set(frames) != set(TABLES):
         raise AssertionError(
             f"normalizer tables {sorted(frames)} differ from schemas.TABLES {sorted(TABLES)}"
