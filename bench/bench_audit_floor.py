@@ -308,6 +308,7 @@ def measure(args: argparse.Namespace) -> dict:
     finally:
         server.stop()
     results["seconds"] = time.monotonic() - started
+    results["measured"] = measured_where()  # kept in results.json: --from-json heads its tables with it
     results["work"] = str(work)
     save(results, work)
     return results
@@ -417,9 +418,11 @@ def phase_rows(runs: list[dict], floor: float | None) -> list[str]:
     for name in names:
         seconds = median([r["phases"].get(name, {}).get("seconds", 0.0) for r in profiled])
         jobs = median([r["phases"].get(name, {}).get("jobs", 0) for r in profiled])
-        rows.append(f"| phase `{name}` | {seconds:.1f} | {jobs:g} |")
-    rest = median([r["wall"] - r["to_main"] - r["session"] - sum(p["seconds"] for p in r.get("phases", {}).values())
-                   for r in profiled])
+        beside = next((r["phases"][name]["beside"] for r in profiled if r["phases"].get(name, {}).get("beside")), None)
+        rows.append(f"| phase `{name}`, in a thread beside `{beside}` (its seconds within that phase's) | "
+                    f"{seconds:.1f} | – |" if beside else f"| phase `{name}` | {seconds:.1f} | {jobs:g} |")
+    rest = median([r["wall"] - r["to_main"] - r["session"]
+                   - sum(p["seconds"] for p in r.get("phases", {}).values() if not p.get("beside")) for r in profiled])
     rows.append(f"| the rest (outside the phases: the session's stop, the exit) | {rest:.1f} | – |")
     rows.append(f"| **the audit app, launch to exit** | **{median([r['wall'] for r in runs]):.1f}** | – |")
     if floor is not None:
@@ -547,14 +550,14 @@ def main() -> int:
         results = saved.get("results", saved)
         if args.suite_minutes is not None:
             results["suite"] = suite_figure(args.suite_minutes)
-        where = saved.get("measured") or measured_where()
+        where = saved.get("measured") or results.get("measured") or measured_where()
     else:
         if args.quick:
             args.rounds, args.warm, args.event_rounds = 1, min(args.warm, 1), min(args.event_rounds, 1)
         if args.rounds < 1:
             parser.error("--rounds must be at least 1")
         results = measure(args)
-        where = measured_where()
+        where = results["measured"]
     text = targets_table(results) + "\n\n" + detail_tables(results)
     print(f"\n{text}\n")
     if "seconds" in results:

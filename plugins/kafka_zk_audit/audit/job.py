@@ -89,14 +89,14 @@ class PhaseClock:
         finally:
             self.phases[name] = {"seconds": round(time.monotonic() - started, 3), "jobs": self._jobs() - jobs}
 
-    def timed(self, name: str, work: Callable[..., T], *args: Any) -> T:
-        """``work(*args)``, its wall seconds kept as phase ``name`` (a phase run beside the others: its jobs are
-        counted with the phase it overlaps)."""
+    def timed(self, name: str, beside: str, work: Callable[..., T], *args: Any) -> T:
+        """``work(*args)`` in another thread, its wall seconds kept as phase ``name`` marked as run ``beside`` that
+        phase (its seconds are within the other's; its jobs are counted with it)."""
         started = time.monotonic()
         try:
             return work(*args)
         finally:
-            self.phases[name] = {"seconds": round(time.monotonic() - started, 3), "jobs": 0}
+            self.phases[name] = {"seconds": round(time.monotonic() - started, 3), "jobs": 0, "beside": beside}
 
     def log(self, snapshot_ids: Sequence[str]) -> None:
         log.info("profile %s", json.dumps({"snapshot_ids": list(snapshot_ids), "phases": self.phases}))
@@ -247,8 +247,8 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
         # the readiness report needs neither the checks nor the findings: a second driver thread plans and runs it
         # while this one does the checks (the driver's JVM analyses both at once; each Python thread has its own)
         beside = ThreadPoolExecutor(1, thread_name_prefix="readiness") if for_gate else None
-        pending = beside.submit(for_driver_thread(spark, clock.timed), "readiness", _readiness, spark, out, batch,
-                                tables, snapshot, target_version, verdicts) if beside else None
+        pending = beside.submit(for_driver_thread(spark, clock.timed), "readiness", "checks+findings", _readiness,
+                                spark, out, batch, tables, snapshot, target_version, verdicts) if beside else None
         try:
             raw = with_paired_findings(spark, run_checks(tables, previous_tables, params), verdicts)
             finalized = finalize_findings(raw, batch, previous_findings)
