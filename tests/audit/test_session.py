@@ -158,7 +158,8 @@ def test_small_inputs_skip_code_generation_and_large_ones_keep_it(spark):
     before = {key: spark.conf.get(key) for key in keys}
     try:
         assert size_spark_to(spark, 5_000_000) is False
-        assert [spark.conf.get(key) for key in keys] == ["true", "FALLBACK", "true", str(10 * 1024 * 1024), "50"]
+        # no broadcast join for a large batch either: its checks' hash relations overran a 1 GB driver at 1M znodes
+        assert [spark.conf.get(key) for key in keys] == ["true", "FALLBACK", "true", "-1", "50"]
         assert spark.conf.get("spark.sql.leafNodeDefaultParallelism", None) is None
         assert size_spark_to(spark, 1_000) is True
         assert [spark.conf.get(key) for key in keys] == ["false", "NO_CODEGEN", "false", "-1", "1"]

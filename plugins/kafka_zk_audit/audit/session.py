@@ -325,10 +325,12 @@ def in_driver_threads(spark: SparkSession, function: Callable[[Any], T], items: 
 
 
 def size_spark_to(spark: SparkSession, rows: int) -> bool:
-    """Spark's fixed costs dominate small inputs (a batch's znodes, a history's changes): skip code generation,
-    adaptive re-planning and broadcast joins there (each broadcast is a Spark job of its own: a small audit batch
-    then runs in about 16 jobs, not 90), and size shuffles to the data (about one partition per 100,000 rows; one
-    for a small input, whose scans of local relations get one task too).
+    """Spark's fixed costs dominate small inputs (a batch's znodes, a history's changes): skip code generation and
+    adaptive re-planning there, and size shuffles to the data (about one partition per 100,000 rows; one for a small
+    input, whose scans of local relations get one task too). No broadcast join at any size: for a small batch each
+    broadcast is a Spark job of its own (a small audit batch then runs in about 16 jobs, not 90), and a large batch's
+    checks hold their broadcast hash relations in the driver's memory at once, which a 1,075,993-znode audit overran
+    in the default 1 GB driver ("Could not allocate memory to grow BytesToBytesMap"); sort-merge joins spill.
     Without code generation every expression is interpreted: the tasks of a small batch no longer spend most of
     their time compiling projections with Janino. Returns whether the input counts as small."""
     small = rows < SMALL_SNAPSHOT_ZNODES
@@ -342,5 +344,5 @@ def size_spark_to(spark: SparkSession, rows: int) -> bool:
         spark.conf.set("spark.sql.leafNodeDefaultParallelism", "1")
     else:
         spark.conf.unset("spark.sql.leafNodeDefaultParallelism")
-    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1" if small else str(10 * 1024 * 1024))
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")  # at every size: see above
     return small
