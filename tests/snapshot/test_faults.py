@@ -80,15 +80,16 @@ class FaultAt:
             self.fault()
 
 
-def freeze_then(server: ZooKeeperServer, then: Callable[[], None], delay: float = 2.0) -> None:
-    """Freeze the server now and run ``then`` (which kills it) in ``delay`` seconds, in another thread. The delay
-    gives the walk time to send its next reads to the frozen server, so that the kill finds them in flight. With
+def freeze_then(server: ZooKeeperServer, then: Callable[[], None], delay: float = 2.0) -> threading.Timer:
+    """Freeze the server now and run ``then`` (which kills it) in ``delay`` seconds, in another thread, returned. The
+    delay gives the walk time to send its next reads to the frozen server, so that the kill finds them in flight. With
     half a second, on a machine loaded to 15 runnable processes, a walk once recorded no interruption: reads the
     client had queued but not yet sent are sent again after a reconnect, without an error."""
     os.kill(server.pid, signal.SIGSTOP)
     timer = threading.Timer(delay, then)
     timer.daemon = True
     timer.start()
+    return timer
 
 
 def assert_resumed_and_equal(manifest: dict, fault: FaultAt, faulted: dict, baseline: dict) -> None:
@@ -150,8 +151,13 @@ def test_a_standalone_server_restarted_mid_walk(standalone, tmp_path):
         standalone.kill()
         standalone.start()
 
-    fault = FaultAt(FAULT_AT_READS, lambda: freeze_then(standalone, restart))
+    restarts: list[threading.Timer] = []
+    fault = FaultAt(FAULT_AT_READS, lambda: restarts.append(freeze_then(standalone, restart)))
     manifest, _ = snapshot(standalone.hosts, warehouse, "20260101T000001Z", fault)
+    # the walk may finish as soon as the new server accepts it, before the restart has seen it serve: wait for the
+    # restart, or the fixture's stop races it (the restarting thread then sees its server exit)
+    for timer in restarts:
+        timer.join(timeout=120)
     assert_resumed_and_equal(manifest, fault, rows(warehouse, "20260101T000001Z"), rows(warehouse, "20260101T000000Z"))
     (interruption,) = manifest["interruptions"]
     assert interruption["error"] == "ConnectionLoss"
