@@ -239,7 +239,6 @@ def main(argv: list[str] | None = None) -> int:
     min_interval_ms = int(parse_duration(args.min_interval, "--min-interval", "the command line").total_seconds()
                           * 1000)
     spark = get_spark(f"kafka-zk-audit history {args.history_id or ''}".strip(), shuffle_partitions=4)
-    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")  # many small joins: no broadcast per join
     try:
         summary = run_history(spark, Warehouse(args.warehouse), args.files, log_dir=args.log_dir,
                               chroot=args.chroot, history_id=args.history_id, cluster=args.cluster,
