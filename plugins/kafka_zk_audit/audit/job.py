@@ -237,6 +237,8 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
             tables = read_tables(spark, out, list(TABLES), ids)
             row_counts = {sid: {name: parquet_rows(out, out.table_dir(name, sid)) for name in TABLES} for sid in ids}
         previous_tables, previous_findings = load_baselines(spark, out, batch, tables, local=small)
+        # the tables without a row in any snapshot: their checks find nothing and are not planned
+        empty = frozenset(name for name in TABLES if all(row_counts[sid].get(name) == 0 for sid in ids))
     if for_gate:
         with clock.phase("drift"):
             drift = drift_rows(tables, batch, row_counts)
@@ -247,10 +249,11 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
         # the readiness report needs neither the checks nor the findings: a second driver thread plans and runs it
         # while this one does the checks (the driver's JVM analyses both at once; each Python thread has its own)
         beside = ThreadPoolExecutor(1, thread_name_prefix="readiness") if for_gate else None
-        pending = beside.submit(for_driver_thread(spark, clock.timed), "readiness", "checks+findings", _readiness,
-                                spark, out, batch, tables, snapshot, target_version, verdicts) if beside else None
+        pending = None if beside is None else beside.submit(
+            for_driver_thread(spark, clock.timed), "readiness", "checks+findings", _readiness, spark, out, batch,
+            tables, snapshot, target_version, verdicts, empty)
         try:
-            raw = with_paired_findings(spark, run_checks(tables, previous_tables, params), verdicts)
+            raw = with_paired_findings(spark, run_checks(tables, previous_tables, params, empty=empty), verdicts)
             finalized = finalize_findings(raw, batch, previous_findings)
             findings = finalized.findings
         finally:
@@ -324,17 +327,18 @@ def audit_figures(snapshot: BatchSnapshot, stats: Mapping[str, int], counts: Map
 
 def _readiness(spark: SparkSession, warehouse: Warehouse, batch: Batch, tables: Mapping[str, DataFrame],
                snapshot: DataFrame, target_version: str | None,
-               verdicts: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+               verdicts: Mapping[str, Mapping[str, Any]], empty: frozenset[str] = frozenset()
+               ) -> dict[str, dict[str, Any]]:
     """The readiness reports of the snapshots whose settings ask for one (``migration.readiness``) and that read
     ZooKeeper (a KRaft cluster has no migration ahead); the others, and all when it cannot be computed, get an
-    empty ``audit_migration`` table (no gate on readiness)."""
+    empty ``audit_migration`` table (no gate on readiness). ``empty``: the tables without a row."""
     wanted = {s.snapshot_id: SnapshotReadiness(s.manifest, s.config, target_version)
               for s in batch.snapshots if s.config.migration.readiness and s.manifest.get("source") != "kraft"}
     skipped = [sid for sid in batch.ids if sid not in wanted]
     reports: dict[str, dict[str, Any]] = {}
     if wanted:
         try:
-            reports = audit_readiness(spark, warehouse, wanted, tables, snapshot, verdicts)
+            reports = audit_readiness(spark, warehouse, wanted, tables, snapshot, verdicts, empty)
         except Exception:  # the health audit goes on: readiness is a report beside it
             log.exception("the ZK -> KRaft readiness report of %s could not be computed (the audit goes on "
                           "without it; please report this with the log)", ", ".join(wanted))

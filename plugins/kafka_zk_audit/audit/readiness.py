@@ -15,7 +15,7 @@ report is then built in Python, and each table is written once for all of them, 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -107,7 +107,8 @@ def _collected(frame: DataFrame, snapshot_ids: list[str]) -> list[dict[str, Any]
 
 def audit_readiness(spark: SparkSession, warehouse: Warehouse, snapshots: Mapping[str, SnapshotReadiness],
                     tables: Mapping[str, DataFrame], snapshot: DataFrame,
-                    verifications: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+                    verifications: Mapping[str, Mapping[str, Any]] | None = None,
+                    empty: Iterable[str] = ()) -> dict[str, dict[str, Any]]:
     """Every readiness condition of each snapshot at its target version: the readiness and ``audit_migration``
     tables (one write each for all snapshots) and each snapshot's ``runs/<id>/readiness.json``; returns the JSON
     reports by snapshot id (verdict, phase, counts by level, rows blockers first, node ids, the not-visible
@@ -115,14 +116,15 @@ def audit_readiness(spark: SparkSession, warehouse: Warehouse, snapshots: Mappin
 
     ``tables`` and ``snapshot`` are the keyed frames holding (at least) these snapshots; the rows of all of them
     come from one plan and one collect. ``verifications``: the migration verdicts of the paired snapshots
-    (``audit.paired``), each report's last chapter (``migration_verification``, null for the others).
+    (``audit.paired``), each report's last chapter (``migration_verification``, null for the others). ``empty``:
+    the tables known to hold no row (their conditions are not planned).
     """
     ids = list(snapshots)
     if not ids:
         return {}
     by_snapshot: dict[str, list[dict[str, Any]]] = {sid: [] for sid in ids}
     targets = {sid: ReadinessTarget(item.manifest, item.target) for sid, item in snapshots.items()}
-    for row in run_readiness(tables, snapshot, targets).collect():
+    for row in run_readiness(tables, snapshot, targets, empty).collect():
         record = row.asDict()
         by_snapshot[record.pop(KEY)].append(record)
     for rows in by_snapshot.values():

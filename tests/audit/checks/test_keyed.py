@@ -14,7 +14,8 @@ from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit.checks import CHECK_FUNCTIONS, run_checks
 from kafka_zk_audit.audit.checks.common import BASELINE_ID
-from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, KEY, keyed
+from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, KEY, TABLES, keyed
+from kafka_zk_audit_testing.spark_counts import SparkCounter
 from tests.audit.checks.test_checks import (
     DAY,
     HOUR,
@@ -23,6 +24,7 @@ from tests.audit.checks.test_checks import (
     PREVIOUS_SNAPSHOT,
     broken_previous_rows,
     broken_rows,
+    derive_partitions,
     healthy_rows,
     make_tables,
 )
@@ -122,3 +124,28 @@ def test_each_snapshot_has_its_own_findings(outputs: dict[str, list[tuple]]) -> 
         "ctime 2027-01-15T07:00:00Z) and /brokers/topics/orders still exists"
     )
     assert "(limits: 0 children, 30m; age = snapshot start 2027-01-16T08:00:00Z" in detail_b["notification_backlog"]
+
+
+def test_the_checks_of_a_table_without_a_row_are_not_planned_and_nothing_changes(
+        small_data_spark: SparkSession) -> None:  # noqa: F811
+    """A table with no row in any snapshot (``run_checks``'s ``empty``, from the audit's row counts) gives no finding:
+    its checks, and the facts only they join, are not planned at all; the findings are the same."""
+    spark = small_data_spark
+    rows = rows_b()  # no broker, no /controller: the checks on those tables would find nothing
+    tables = as_snapshot(make_tables(spark, rows), B)
+    params_b = params(spark, NOW + DAY, B)
+    with_partitions = {**rows, "partitions": derive_partitions(rows)}
+    empty = {name for name in TABLES if not with_partitions.get(name)}
+    assert {"brokers", "controller", "controller_epoch"} <= empty and "partitions" not in empty
+    with SparkCounter(spark) as planned_all:
+        every_check = run_checks(tables, None, params_b)
+    with SparkCounter(spark) as planned_fewer:
+        skipping = run_checks(tables, None, params_b, empty=empty)
+    assert planned_fewer.counts["dataframes"] < planned_all.counts["dataframes"], (planned_fewer.counts,
+                                                                                   planned_all.counts)
+    columns = keyed(CHECK_OUTPUT).names
+    found = [sorted((tuple(row) for row in frame.select(*columns).collect()), key=repr)
+             for frame in (every_check, skipping)]
+    assert found[0] == found[1]
+    # a check on a table with rows still joins the empty brokers table as its fact
+    assert "replica_on_unknown_broker" in {row[1] for row in found[1]}

@@ -14,7 +14,7 @@ one named like its id in one of the family modules below; called as a function, 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from pyspark.sql import DataFrame
 
@@ -46,9 +46,11 @@ def run_checks(
     previous: Mapping[str, DataFrame] | None,
     params: Params,
     check_ids: tuple[str, ...] = SNAPSHOT_CHECK_IDS,
+    empty: Iterable[str] = (),
 ) -> DataFrame:
     """Every snapshot check (or the given ids) over every snapshot of the tables, as one keyed CHECK_OUTPUT
-    DataFrame: the engine evaluates the checks of each frame in one select (``engine.evaluate``).
+    DataFrame: the engine evaluates the checks of each frame in one select (``engine.evaluate``); the checks of
+    the tables named in ``empty`` (no row in any snapshot) find nothing and are not planned.
 
     ``previous`` holds the baseline snapshots' tables, keyed by the snapshot they are the baseline of (None when no
     snapshot has one); the checks take them as ``previous_<table>``."""
@@ -58,4 +60,4 @@ def run_checks(
     named: dict[str, object] = dict(tables)
     named.update({f"previous_{table}": None if previous is None else previous.get(table) for table in TABLES})
     named["params"] = params
-    return evaluate([CHECK_FUNCTIONS[check_id] for check_id in check_ids], Sources(named))
+    return evaluate([CHECK_FUNCTIONS[check_id] for check_id in check_ids], Sources(named, empty))

@@ -20,7 +20,9 @@ A check declares what it reads and what it finds::
 (``when(predicate, struct(check_id, subject, path, detail, explained))``) and ``inline`` of the non-null ones gives
 the findings, keyed by snapshot like every frame; the frames' findings are united at once (one n-ary union): a frame
 costs a handful of DataFrames (each a Catalyst analysis) whatever the number of its checks, and Spark scans it once
-for all of them.
+for all of them. A frame the audit knows to have no row (``Sources.empty``: a normalized table without a row in any
+snapshot of the batch, as its row counts say) gives no finding: it is not planned at all, nor are the facts and
+views only its checks need.
 
 A declared check is still a function of its inputs: called with its tables (by position in its catalogue
 spec's order, or by name) it evaluates itself alone and returns its CHECK_OUTPUT rows.
@@ -116,11 +118,13 @@ def fact(*, on: Sequence[str] = (KEY,), defaults: Mapping[str, str] | None = Non
 
 
 class Sources:
-    """The inputs of one evaluation by name, and the Views and Facts derived from them, each built once."""
+    """The inputs of one evaluation by name, and the Views and Facts derived from them, each built once; ``empty``
+    names the inputs known to hold no row."""
 
-    def __init__(self, inputs: Mapping[str, Any]) -> None:
+    def __init__(self, inputs: Mapping[str, Any], empty: Iterable[str] = ()) -> None:
         self._inputs = dict(inputs)
         self._built: dict[str, Any] = {}
+        self.empty = frozenset(empty)
 
     def get(self, name: str) -> Any:
         if name in self._inputs:
@@ -253,12 +257,14 @@ def empty(sources: Sources) -> DataFrame:
 
 def evaluate(rules: Iterable[Rule], sources: Sources) -> DataFrame:
     """The findings of every rule, as one keyed CHECK_OUTPUT frame: per frame the rules read, one select of them
-    all (a frame a View gives as None has no findings)."""
+    all (a frame a View gives as None, or one of ``sources.empty``, has no findings)."""
     by_frame: dict[str, list[Rule]] = {}
     for rule in rules:
         by_frame.setdefault(rule.on, []).append(rule)
     outputs = []
     for name, group in by_frame.items():
+        if name in sources.empty:  # no row to find anything on: nothing of it is planned
+            continue
         frame = sources.get(name)
         if frame is None:
             continue

@@ -18,7 +18,7 @@ condition at a snapshot's target is looked up in the plan by (target, check).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from pyspark.sql import DataFrame
@@ -60,11 +60,12 @@ class ReadinessTarget(NamedTuple):
 
 
 def _sources(tables: Mapping[str, DataFrame], snapshot: DataFrame,
-             snapshots: Mapping[str, ReadinessTarget | tuple[Any, str]], rules: Sequence[Rule]) -> Sources:
+             snapshots: Mapping[str, ReadinessTarget | tuple[Any, str]], rules: Sequence[Rule],
+             empty: Iterable[str] = ()) -> Sources:
     """The engine's inputs of one run_readiness call, by name: every normalized table, the raw snapshot frame
     (``snapshot``), the session (``spark``), each snapshot's manifest znode ACLs (``znode_acls``), and, when a rule
     reads them, one row per snapshot of the call (``snapshot_ids``) and the registered broker ids
-    (``broker_ids``)."""
+    (``broker_ids``); ``empty``: the tables known to hold no row."""
     spark = snapshot.sparkSession
     named: dict[str, Any] = dict(tables)
     named.update(snapshot=snapshot, spark=spark,
@@ -79,7 +80,7 @@ def _sources(tables: Mapping[str, DataFrame], snapshot: DataFrame,
             raise TypeError(f"{rule.check_id} takes {', '.join(unknown)}, which is no table nor snapshot input")
     needs = {name for rule in rules for name in rule.needs}
     named.update({name: provide() for name, provide in lazy.items() if name in needs})
-    return Sources(named)
+    return Sources(named, empty)
 
 
 def level_rows(targets: Mapping[str, str]) -> list[tuple[str, str, str, str, str]]:
@@ -97,7 +98,8 @@ def level_rows(targets: Mapping[str, str]) -> list[tuple[str, str, str, str, str
 
 
 def run_readiness(
-    tables: Mapping[str, DataFrame], snapshot: DataFrame, snapshots: Mapping[str, ReadinessTarget | tuple[Any, str]]
+    tables: Mapping[str, DataFrame], snapshot: DataFrame, snapshots: Mapping[str, ReadinessTarget | tuple[Any, str]],
+    empty: Iterable[str] = (),
 ) -> DataFrame:
     """Every readiness condition of the given snapshots, each at its own target version, as ``keyed(READINESS)``
     rows in one frame (level and remedy filled in).
@@ -105,7 +107,8 @@ def run_readiness(
     ``tables`` and ``snapshot`` are keyed frames (they may hold other snapshots too: only those of ``snapshots``
     give rows); ``snapshots`` maps each snapshot id to its ``ReadinessTarget`` (manifest, target version), or the
     plain (manifest, target version) pair. A condition that is no problem at a snapshot's target gives no row
-    for that snapshot, and one that is no problem at any target is not computed.
+    for that snapshot, and one that is no problem at any target is not computed; nor is one on a table named in
+    ``empty`` (no row in any snapshot).
     """
     spark = snapshot.sparkSession
     targets = {sid: str(target[1]) for sid, target in snapshots.items()}
@@ -114,7 +117,7 @@ def run_readiness(
     rules = [READINESS_FUNCTIONS[check_id] for check_id in READINESS_CHECK_IDS if check_id in wanted]
     if not rules:
         return spark.createDataFrame([], keyed(READINESS))
-    found = evaluate(rules, _sources(tables, snapshot, snapshots, rules))
+    found = evaluate(rules, _sources(tables, snapshot, snapshots, rules, empty))
     # the level table as a lookup by (target version, check) in the plan: no join, no broadcast job
     by_target = {(targets[sid], check_id): (condition_id, level, remedy)
                  for sid, check_id, condition_id, level, remedy in levels}
