@@ -75,3 +75,32 @@ def test_the_audit_submits_the_packaged_app_for_the_snapshots_the_run_took(airfl
     assert command[app + 1:] == ["--warehouse", str(warehouse), "--snapshot-ids", ",".join(ids),
                                  "--config", str(settings), "--target-version", "3.9"]
 
+
+
+def test_a_large_batch_s_driver_keeps_the_tiered_jit_and_a_small_one_runs_c1_only(tmp_path: Path) -> None:
+    from kafka_zk_audit.airflow.operators.audit_spark_submit import audited_znodes
+    from kafka_zk_audit.audit.session import (
+        DRIVER_JAVA_OPTIONS_KEY,
+        LONG_LIVED_DRIVER_JAVA_OPTIONS,
+        SMALL_SNAPSHOT_ZNODES,
+        sized_conf,
+        submit_conf,
+    )
+    from kafka_zk_audit.contract.warehouse import Warehouse
+
+    warehouse = Warehouse(str(tmp_path / "wh"))
+    sizes = {"20261129T000000Z-a": 150_000, "20261129T000001Z-b": 60_000, "20261129T000002Z-c": 900}
+    for sid, znodes in sizes.items():
+        warehouse.write_json(warehouse.manifest_path(sid), {"snapshot_id": sid, "znodes": znodes})
+    args = ["--warehouse", warehouse.root, "--snapshot-ids", "20261129T000000Z-a,20261129T000001Z-b",
+            "--config", "", "--target-version", ""]
+    assert audited_znodes(args) == 210_000 >= SMALL_SNAPSHOT_ZNODES
+    assert audited_znodes(["--warehouse", warehouse.root, "--snapshot-ids", "20261129T000002Z-c,gone"]) == 900
+    assert audited_znodes(["--files", "/x"]) == 0  # not an audit app's arguments
+    large, small = sized_conf(submit_conf(), audited_znodes(args)), sized_conf(submit_conf(), 900)
+    assert large[DRIVER_JAVA_OPTIONS_KEY] == LONG_LIVED_DRIVER_JAVA_OPTIONS
+    assert "TieredStopAtLevel=1" not in large[DRIVER_JAVA_OPTIONS_KEY]
+    assert small == submit_conf() and small[DRIVER_JAVA_OPTIONS_KEY] == DRIVER_JAVA_OPTIONS
+    assert submit_conf(210_000) == large
+    custom = {DRIVER_JAVA_OPTIONS_KEY: "-Xss4m"}  # a user's own driver options stay
+    assert sized_conf(custom, 10**6) == custom

@@ -20,8 +20,9 @@ def spark_app(name: str) -> str:
     return str(resources.files("kafka_zk_audit.spark_apps").joinpath(name))
 
 
-def spark_submit(app: str, app_args: list[str], master: str) -> int:
-    """spark-submit a packaged app on ``master``; its output goes to stderr. Returns its exit code."""
+def spark_submit(app: str, app_args: list[str], master: str, znodes: int = 0) -> int:
+    """spark-submit a packaged app on ``master`` (for an audit of ``znodes``: ``session.submit_conf``); its output
+    goes to stderr. Returns its exit code."""
     from kafka_zk_audit.audit.session import class_data_sharing, is_local, submit_conf
 
     binary = Path(sys.executable).parent / "spark-submit"
@@ -34,7 +35,7 @@ def spark_submit(app: str, app_args: list[str], master: str) -> int:
     say(f"spark-submit --master {master} {Path(app).name} {' '.join(app_args)}")
     code = 0
     # killed by a signal, the app raises ChildProcessError: the class-data archive it was writing is not kept
-    with contextlib.suppress(ChildProcessError), class_data_sharing(submit_conf()) as conf:
+    with contextlib.suppress(ChildProcessError), class_data_sharing(submit_conf(znodes)) as conf:
         confs = [item for key, value in conf.items() for item in ("--conf", f"{key}={value}")]
         cmd = [command, "--master", master, *confs, app, *app_args]
         with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:

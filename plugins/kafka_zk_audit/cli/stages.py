@@ -38,7 +38,7 @@ from kafka_zk_audit.cli.history import add_parser as add_history_parser
 from kafka_zk_audit.cli.migration_diff import paired_snapshot
 from kafka_zk_audit.cli.spark import spark_app, spark_submit, submit_for_summary
 from kafka_zk_audit.contract.settings import AuditConfig, SettingsError, load_config
-from kafka_zk_audit.contract.warehouse import Warehouse, default_warehouse, validate_snapshot_id
+from kafka_zk_audit.contract.warehouse import Warehouse, default_warehouse, stored_znodes, validate_snapshot_id
 
 AUDIT_APP, REAUDIT_APP = "audit_snapshot.py", "reaudit_snapshots.py"
 PROGRESS_EVERY_S = 5.0
@@ -331,7 +331,7 @@ def run_audit_app(warehouse: Warehouse, snapshot_ids: list[str], config: str | N
     and 3."""
     app_args = ["--warehouse", warehouse.root, "--snapshot-ids", ",".join(snapshot_ids),
                 *(["--config", config] if config else []), *(extra_args or [])]
-    code = spark_submit(spark_app(AUDIT_APP), app_args, master)
+    code = spark_submit(spark_app(AUDIT_APP), app_args, master, stored_znodes(warehouse, snapshot_ids))
     missing = [sid for sid in snapshot_ids if not warehouse.exists(f"{warehouse.run_dir(sid)}/audit.json")]
     if code or missing:
         return fail(EXIT_INCOMPLETE, f"the audit could not complete (spark-submit exit {code}; not audited: "

@@ -257,6 +257,18 @@ def choose_baseline(
     return max(earlier)[1] if earlier else None
 
 
+def stored_znodes(warehouse: Warehouse, snapshot_ids: Iterable[str]) -> int:
+    """The znodes of these stored snapshots, as their manifests count them (a snapshot without a readable manifest
+    counts none)."""
+    total = 0
+    for snapshot_id in snapshot_ids:
+        try:
+            total += int(read_manifest(warehouse, snapshot_id).get("znodes") or 0)
+        except (OSError, ValueError, TypeError):
+            continue
+    return total
+
+
 def read_manifest(warehouse: Warehouse, snapshot_id: str) -> dict[str, Any]:
     """The manifest of a complete snapshot; ``FileNotFoundError`` when it is incomplete or absent."""
     path = warehouse.manifest_path(snapshot_id)
