@@ -138,9 +138,9 @@ def test_the_checks_of_a_table_without_a_row_are_not_planned_and_nothing_changes
     empty = {name for name in TABLES if not with_partitions.get(name)}
     assert {"brokers", "controller", "controller_epoch"} <= empty and "partitions" not in empty
     with SparkCounter(spark) as planned_all:
-        every_check = run_checks(tables, None, params_b)
+        every_check = run_checks(tables, None, params_b, CHECKS)
     with SparkCounter(spark) as planned_fewer:
-        skipping = run_checks(tables, None, params_b, empty=empty)
+        skipping = run_checks(tables, None, params_b, CHECKS, empty=empty)
     assert planned_fewer.counts["dataframes"] < planned_all.counts["dataframes"], (planned_fewer.counts,
                                                                                    planned_all.counts)
     columns = keyed(CHECK_OUTPUT).names
