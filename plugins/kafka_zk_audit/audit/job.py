@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import partial
@@ -327,8 +327,7 @@ def audit_figures(snapshot: BatchSnapshot, stats: Mapping[str, int], counts: Map
 
 def _readiness(spark: SparkSession, warehouse: Warehouse, batch: Batch, tables: Mapping[str, DataFrame],
                snapshot: DataFrame, target_version: str | None,
-               verdicts: Mapping[str, Mapping[str, Any]], empty: frozenset[str] = frozenset()
-               ) -> dict[str, dict[str, Any]]:
+               verdicts: Mapping[str, Mapping[str, Any]], empty: Iterable[str] = ()) -> dict[str, dict[str, Any]]:
     """The readiness reports of the snapshots whose settings ask for one (``migration.readiness``) and that read
     ZooKeeper (a KRaft cluster has no migration ahead); the others, and all when it cannot be computed, get an
     empty ``audit_migration`` table (no gate on readiness). ``empty``: the tables without a row."""
