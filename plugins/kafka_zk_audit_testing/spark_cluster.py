@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -24,11 +25,12 @@ def _start(args: list[str], log: Path, extra_env: Mapping[str, str]) -> subproce
                                 start_new_session=True)
 
 
-def _wait_for(log: Path, text: str, process: subprocess.Popen, timeout: float = 90) -> None:
+def _wait_for(log: Path, text: str, process: subprocess.Popen, timeout: float = 90) -> str:
+    """Wait until the daemon's log holds ``text``; return the log so far."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if text in log.read_text(errors="replace"):
-            return
+        if text in (logged := log.read_text(errors="replace")):
+            return logged
         if process.poll() is not None:
             break
         time.sleep(0.5)
@@ -52,13 +54,13 @@ def standalone_cluster(work_dir: Path, cores: int = 2, memory: str = "2g", worke
     workers of ``cores`` cores each. ``env`` adds to the daemons' environment, which the executors a worker
     launches inherit (e.g. ``PYSPARK_PYTHON``, ``JAVA_TOOL_OPTIONS``)."""
     work_dir.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    master_url = f"spark://127.0.0.1:{port}"
-    master = _start(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+    master = _start(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(free_port()),
                      "--webui-port", str(free_port())], work_dir / "master.log", env or {})
     started: list[subprocess.Popen] = []
     try:
-        _wait_for(work_dir / "master.log", "I have been elected leader", master)
+        logged = _wait_for(work_dir / "master.log", "I have been elected leader", master)
+        # the URL the master logs, not the port asked for: a port taken meanwhile makes Spark bind the next one
+        master_url = re.search(r"Starting Spark master at (spark://\S+)", logged).group(1)
         names = ["worker" if index == 0 else f"worker{index + 1}" for index in range(workers)]
         for index, name in enumerate(names):  # the workers' JVMs start side by side, then each registers
             started.append(_start(["org.apache.spark.deploy.worker.Worker", master_url, "--host", "127.0.0.1",

@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,9 +40,11 @@ def four_letter_word(host: str, port: int, word: str, timeout: float = 2.0) -> s
 
 # Ports handed out by free_port come from a band below the kernel's ephemeral range (32768+ on Linux), so no
 # outgoing connection or bind(0) of any process takes one; each pytest-xdist worker has a band of its own, so two
-# workers never hand out the same port; within a process a counter never hands out a port twice.
+# workers never hand out the same port; within a process a set (behind a lock, for the threads that start servers
+# side by side) never hands out a port twice.
 PORT_BAND_START, PORT_BAND_SIZE = 20000, 1500
 _handed_out: set[int] = set()
+_handing_out = threading.Lock()
 
 
 def _band() -> range:
@@ -55,17 +58,18 @@ def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now, never handed out before by this process."""
     band = _band()
     offset = os.getpid() % len(band)  # two independent processes on one band start at different places
-    for step in range(len(band)):
-        port = band[(offset + step) % len(band)]
-        if port in _handed_out:
-            continue
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
+    with _handing_out:
+        for step in range(len(band)):
+            port = band[(offset + step) % len(band)]
+            if port in _handed_out:
                 continue
-        _handed_out.add(port)
-        return port
+            with socket.socket() as sock:
+                try:
+                    sock.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            _handed_out.add(port)
+            return port
     with socket.socket() as sock:  # the band is used up: any port the kernel gives
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 from pathlib import Path
 
@@ -95,3 +96,21 @@ def test_an_ensemble_of_three_real_servers_on_loopback(tmp_path):
         ensemble.stop()
     assert not any(alive(pid) for pid in pids)
     assert not any(s.is_serving() for s in servers)
+
+
+def test_threads_that_start_servers_side_by_side_never_get_the_same_port():
+    """The fleet run starts its Spark cluster in a thread while the receivers take their ports."""
+    barrier = threading.Barrier(16)
+    ports: list[int] = []
+
+    def take() -> None:
+        barrier.wait()
+        ports.extend(free_port() for _ in range(20))
+
+    threads = [threading.Thread(target=take) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(ports) == 320
+    assert len(set(ports)) == len(ports)
