@@ -46,9 +46,9 @@ def _same(left: str, right: str, columns: tuple[str, ...]) -> Column:
 
 
 def current_identities(raw: DataFrame, batch: Batch) -> DataFrame:
-    """One row per (snapshot, identity): merged evidence, explained only when every row is, suppressed when a
-    suppression of the snapshot's settings matches."""
-    explained_row = F.coalesce(F.col("explained"), F.lit(False)) if "explained" in raw.columns else F.lit(False)
+    """One row per (snapshot, identity) of the keyed CHECK_OUTPUT rows ``raw``: merged evidence, explained only when
+    every row is, suppressed when a suppression of the snapshot's settings matches."""
+    explained_row = F.coalesce(F.col("explained"), F.lit(False))
     return raw.withColumn("explained", explained_row).withColumn("suppressed", batch.suppressed_column()).groupBy(
         KEY, *IDENTITY).agg(
         F.concat_ws("; ", F.array_sort(F.collect_set("detail"))).alias("detail"),

@@ -49,7 +49,7 @@ from kafka_zk_audit.audit.readiness import SnapshotReadiness, audit_readiness, w
 from kafka_zk_audit.audit.session import for_driver_thread, is_connect, size_spark_to
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
 from kafka_zk_audit.contract.drift import DRIFT_TABLE
-from kafka_zk_audit.contract.schemas import DRIFT, FINDINGS, KEY, SNAPSHOT, TABLES
+from kafka_zk_audit.contract.schemas import DRIFT, FINDINGS, KEY, SNAPSHOT, TABLES, keyed
 from kafka_zk_audit.contract.settings import load_config
 from kafka_zk_audit.contract.warehouse import Warehouse, read_manifest
 
@@ -219,7 +219,7 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
         clusters = {"cluster": {s.snapshot_id: s.cluster for s in batch.snapshots}}
         if small:  # a job or two for every table: the rows fit the driver
             tables.materialize()  # collected by two jobs at once: each reads the parse, done once before them
-            collected = collect_all_at_once(tables)
+            collected = collect_all_at_once(tables, {name: keyed(TABLES[name]) for name in tables})
             row_counts = write_collected(collected, out, {name: out.table_dir(name) for name in tables}, ids,
                                          clusters)
         else:

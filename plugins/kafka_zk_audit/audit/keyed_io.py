@@ -120,39 +120,44 @@ def write_all_at_once(frames: Mapping[str, DataFrame], warehouse: Warehouse, roo
     return write_collected(collect_all_at_once(frames), warehouse, roots, snapshot_ids, extra)
 
 
-def collect_all_at_once(frames: Mapping[str, DataFrame]) -> dict[str, Any]:
+def collect_all_at_once(frames: Mapping[str, DataFrame], schemas: Mapping[str, StructType] | None = None,
+                        ) -> dict[str, Any]:
     """Several small keyed frames collected in few Spark jobs: name -> Arrow table of the frame's columns, the key
     last (every column nullable, as the Parquet files have them). The frames are split into ``PLANNING_THREADS``
     parts, each one union and one job, planned and run at once by as many driver threads (a small batch's time is
-    the driver's JVM analysing and planning the union)."""
+    the driver's JVM analysing and planning the union). ``schemas``: the frames' schemas where the caller knows
+    them (e.g. the contract's, of conformed tables), so nothing asks Spark for them (under Spark Connect, a round
+    trip and an analysis each)."""
     names = list(frames)
+    known = dict(schemas or {})
     parts = [names[index::PLANNING_THREADS] for index in range(min(PLANNING_THREADS, len(names)))]
     if len(parts) <= 1:
-        return _collect_united(frames)
+        return _collect_united(frames, known)
     collected: dict[str, Any] = {}
     spark = next(iter(frames.values())).sparkSession
-    for part in in_driver_threads(spark, lambda part: _collect_united({name: frames[name] for name in part}), parts,
-                                  workers=len(parts)):
+    for part in in_driver_threads(spark, lambda part: _collect_united({name: frames[name] for name in part}, known),
+                                  parts, workers=len(parts)):
         collected.update(part)
     return {name: collected[name] for name in names}
 
 
-def _collect_united(frames: Mapping[str, DataFrame]) -> dict[str, Any]:
+def _collect_united(frames: Mapping[str, DataFrame], schemas: Mapping[str, StructType]) -> dict[str, Any]:
     """``collect_all_at_once`` of some frames in ONE Spark job."""
     import pyarrow as pa
     import pyarrow.compute as pc
     from pyspark.sql.pandas.types import to_arrow_schema
 
     # every field marked nullable: a null struct of non-nullable fields cannot go through Arrow
-    struct_types = [sql_text.sql_type(StructType([StructField(f.name, f.dataType, True) for f in frame.schema.fields
-                                                  if f.name != KEY])) for frame in frames.values()]
+    fields = {name: [StructField(f.name, f.dataType, True) for f in (schemas.get(name) or frame.schema).fields
+                     if f.name != KEY] for name, frame in frames.items()}
+    struct_types = [sql_text.sql_type(StructType(fields[name])) for name in frames]
 
     # every part has every table's column (null but its own), so the parts unite by position, all in one union (one
     # DataFrame, one analysis)
     selects = []
-    for index, (name, frame) in enumerate(frames.items()):
+    for index, name in enumerate(frames):
         columns = [f"CAST(NULL AS {struct_type}) AS _{other}" for other, struct_type in enumerate(struct_types)]
-        own = sql_text.named_struct((c, sql_text.nullable(sql_text.identifier(c))) for c in frame.columns if c != KEY)
+        own = sql_text.named_struct((f.name, sql_text.nullable(sql_text.identifier(f.name))) for f in fields[name])
         columns[index] = f"{own} AS _{index}"
         selects.append([f"{sql_text.string_literal(name)} AS _table", sql_text.identifier(KEY), *columns])
     united = union_at_once(list(frames.values()), selects)
@@ -161,8 +166,7 @@ def _collect_united(frames: Mapping[str, DataFrame]) -> dict[str, Any]:
     rows = united.coalesce(default_parallelism(united.sparkSession)).toArrow()
     collected = {}
     for index, name in enumerate(frames):
-        file_fields = [StructField(f.name, f.dataType, True) for f in frames[name].schema.fields if f.name != KEY]
-        schema = to_arrow_schema(StructType(file_fields))
+        schema = to_arrow_schema(StructType(fields[name]))
         mine = rows.filter(pc.equal(rows["_table"], name))
         column = mine[f"_{index}"].combine_chunks()
         table = (pa.Table.from_struct_array(column).cast(schema) if len(column) else schema.empty_table())

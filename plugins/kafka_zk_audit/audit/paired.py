@@ -131,7 +131,7 @@ def with_paired_findings(spark: SparkSession, raw: DataFrame, verdicts: Mapping[
         return raw
     schema = keyed(CHECK_OUTPUT)
     frame = spark.createDataFrame([tuple(row[name] for name in schema.names) for row in rows], schema)
-    return raw.unionByName(frame.select(*raw.columns))
+    return raw.unionByName(frame)
 
 
 def verification_chapter(verdict: Mapping[str, Any] | None) -> dict[str, Any] | None:

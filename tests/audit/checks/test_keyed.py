@@ -149,3 +149,33 @@ def test_the_checks_of_a_table_without_a_row_are_not_planned_and_nothing_changes
     assert found[0] == found[1]
     # a check on a table with rows still joins the empty brokers table as its fact
     assert "replica_on_unknown_broker" in {row[1] for row in found[1]}
+
+
+def test_no_fact_brings_a_column_its_frame_already_has(small_data_spark: SparkSession) -> None:  # noqa: F811
+    """The engine joins a check's facts without asking for schemas (under Spark Connect each ask is a round trip):
+    that a fact's columns are new to its frame is this test's, for every snapshot and readiness check."""
+    from kafka_zk_audit.audit.checks.engine import Sources
+    from kafka_zk_audit.audit.checks.readiness import READINESS_FUNCTIONS, _sources
+    from kafka_zk_audit.contract.schemas import SNAPSHOT
+
+    spark = small_data_spark
+    tables = {name: spark.createDataFrame([], keyed(TABLES[name])) for name in TABLES}
+    snapshot_sources = Sources({**tables, **{f"previous_{name}": frame for name, frame in tables.items()},
+                                "params": params(spark, NOW, B)})
+    readiness_rules = list(READINESS_FUNCTIONS.values())
+    readiness_sources = _sources(tables, spark.createDataFrame([], keyed(SNAPSHOT)), {B: ({}, "3.9")},
+                                 readiness_rules)
+    clashes, joined = [], 0
+    for sources, rules in ((snapshot_sources, CHECK_FUNCTIONS.values()), (readiness_sources, readiness_rules)):
+        for rule in rules:
+            frame = sources.get(rule.on)
+            if frame is None:
+                continue
+            columns = set(frame.columns)
+            for fact in rule.facts:
+                brought = [c for c in sources.get(fact.name).columns if c not in fact.on]
+                clashes += [(rule.check_id, fact.name, c) for c in brought if c in columns]
+                columns.update(brought)
+                joined += 1
+    assert joined > 20  # the facts were looked at
+    assert clashes == []

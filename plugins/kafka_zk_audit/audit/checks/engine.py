@@ -208,20 +208,17 @@ def check(on: str | View, *, facts: Sequence[Fact] = (), arguments: Sequence[str
 
 
 def _with_facts(frame: DataFrame, facts: Sequence[Fact], sources: Sources) -> DataFrame:
-    """The frame with every fact's columns: one left join each, then one select (SQL text) for the defaults."""
+    """The frame with every fact's columns: one left join each, then the defaults where no row matched (one
+    ``withColumns``). Nothing here asks for a schema: under Spark Connect each ask is a round trip and an analysis
+    (that no fact brings a column its frame already has is a test's: tests/audit/checks/test_keyed.py)."""
     defaults: dict[str, str] = {}
     for item in facts:
-        values = sources.get(item.name)
-        clash = [c for c in values.columns if c not in item.on and c in frame.columns]
-        if clash:
-            raise ValueError(f"fact {item.name} brings columns {clash} its frame already has")
-        frame = frame.join(values, list(item.on), "left")
+        frame = frame.join(sources.get(item.name), list(item.on), "left")
         defaults.update(item.defaults)
     if not defaults:
         return frame
     q = sql_text.identifier
-    return frame.selectExpr(*[f"coalesce({q(c)}, {defaults[c]}) AS {q(c)}" if c in defaults else q(c)
-                              for c in frame.columns])
+    return frame.withColumns({c: sql_text.expr(f"coalesce({q(c)}, {default})") for c, default in defaults.items()})
 
 
 def _field(name: str, value: ColumnLike, data_type: Any) -> Column:
