@@ -173,7 +173,8 @@ LATENCY_SPEC = {"era": "3.x", "brokers": 3, "racks": 1, "topics": 4, "partitions
 def latency(server: ZooKeeperServer, tmp: Path, runs: int, connect_port: int | None = None) -> dict[str, list[float]]:
     """Planted leader_not_in_isr -> trigger alert, repair -> resolve, ``runs`` times, under a real scheduler; with
     ``connect_port`` the event DAG's audit runs through the Spark Connect server on that port of 127.0.0.1
-    (``events.spark_connect_conn_id``)."""
+    (``events.spark_connect_conn_id``), warmed up first as ``connect-server start --warm-up`` does (the audits of
+    a stored snapshot of the cluster: ``warm_up`` in the result, their seconds)."""
     import yaml
 
     from kafka_zk_audit.cli.runner import airflow_env, ensure_metadata_db
@@ -192,6 +193,23 @@ def latency(server: ZooKeeperServer, tmp: Path, runs: int, connect_port: int | N
     replicas = json.loads(writer.get(f"/brokers/topics/{planted.topic}")[0])["partitions"]["0"]
     healthy = json.dumps({**json.loads(broken), "isr": replicas}).encode()
     writer.set(planted.path, healthy)  # healthy before the services start
+    warmed: list[float] = []
+    if connect_port is not None:  # connect-server start --warm-up: a stored snapshot of the cluster, audited
+        from kafka_zk_audit.audit.connect import warm_up
+        from kafka_zk_audit.contract.warehouse import Warehouse, new_snapshot_id
+        from kafka_zk_audit.snapshot.connection import ZkSettings
+        from kafka_zk_audit.snapshot.live import write_snapshot
+
+        stored = tmp / "warm-up-wh"
+        settings_zk = ZkSettings(hosts=server.hosts, chroot=chroot)
+        reader = KazooClient(**settings_zk.kazoo_kwargs())
+        reader.start(timeout=15)
+        try:
+            write_snapshot(reader, settings_zk, Warehouse(str(stored)), new_snapshot_id(suffix="lat"), cluster="lat")
+        finally:
+            reader.stop()
+            reader.close()
+        warm_up(f"sc://127.0.0.1:{connect_port}", str(stored), progress=lambda _, seconds: warmed.append(seconds))
     settings = tmp / "settings.yaml"
     events = {"enabled": True, "quiet_period": "2s", "max_delay": "10s"}
     if connect_port is not None:
@@ -207,7 +225,7 @@ def latency(server: ZooKeeperServer, tmp: Path, runs: int, connect_port: int | N
         env["AIRFLOW_CONN_SPARK_CONNECT_BENCH"] = json.dumps({"conn_type": "spark_connect", "host": "127.0.0.1",
                                                               "port": connect_port})
     ensure_metadata_db(env)
-    result: dict[str, list[float]] = {"alert": [], "resolve": [], "run": []}
+    result: dict[str, list[float]] = {"alert": [], "resolve": [], "run": [], "warm_up": warmed}
     with webhook_receiver() as webhook:
         env["AIRFLOW_CONN_HOOK"] = json.dumps({"conn_type": "http", "host": webhook.url("/hook/bench")})
         services = AirflowServices(env, triggerer=True).start()

@@ -19,9 +19,10 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from kafka_zk_audit.airflow.dag import build_event_dag
 from kafka_zk_audit.airflow.operators.audit_spark_connect import AuditSparkConnectOperator
 from kafka_zk_audit.airflow.operators.audit_spark_submit import AuditSparkSubmitOperator
-from kafka_zk_audit.audit.connect import ConnectServer, warm_up
+from kafka_zk_audit.audit.connect import ConnectServer
 from kafka_zk_audit.audit.job import run_audit
 from kafka_zk_audit.audit.session import C1_ONLY_JAVA_OPTION, CONNECT_MODE_ENV
+from kafka_zk_audit.cli.connect_server import warm_up_server
 from kafka_zk_audit.cli.main import main as cli
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit_testing.simulator import ClusterSpec, Simulator
@@ -75,7 +76,7 @@ def written(root: Path, snapshot_id: str) -> dict[str, list[str]]:
 
 
 def test_the_event_dag_audits_through_the_connect_server_as_the_classic_session_does(
-        airflow_db, zk_server, connect_server, spark, tmp_path, monkeypatch):
+        airflow_db, zk_server, connect_server, spark, tmp_path, monkeypatch, capsys):
     """The event DAG with ``events.spark_connect_conn_id``: its audit task is the Connect one, and run (clusters ->
     snapshot -> audit, in this process) it audits through the server (spark-submit would fail the test), writing the
     same tables and findings as an audit of the same snapshot in the classic session."""
@@ -111,9 +112,14 @@ def test_the_event_dag_audits_through_the_connect_server_as_the_classic_session_
     assert "findings" in through_rows and len(through_rows) > 30
     assert through_rows == classic_rows
 
-    # connect-server start --warm-up: one more audit of the newest snapshot through the server, the warehouse only read
+    # connect-server start --warm-up --warm-up-rounds 2: two more audits of the newest snapshot through the server,
+    # the warehouse only read
     files = sorted(str(path) for path in through.rglob("*"))
-    assert warm_up(connect_server.url, str(through)) == snapshot_id
+    capsys.readouterr()
+    warm_up_server(connect_server, str(through), 2)
+    said = capsys.readouterr().err
+    assert "warm-up audit 1 of 2" in said and "warm-up audit 2 of 2" in said and "of 3" not in said, said
+    assert f"warmed up with 2 audit(s) of {snapshot_id}" in said, said
     assert sorted(str(path) for path in through.rglob("*")) == files
 
 

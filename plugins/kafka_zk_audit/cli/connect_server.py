@@ -39,6 +39,8 @@ def add_parser(sub: Any) -> None:
     start.add_argument("--warm-up", nargs="?", const="", default=None, metavar="WAREHOUSE",
                        help="then audit the newest snapshot of this warehouse (default $KAFKA_ZK_AUDIT_WAREHOUSE or "
                             "./warehouse) through it, into a scratch folder: the first event's audit finds it warm")
+    start.add_argument("--warm-up-rounds", type=int, default=None, metavar="N",
+                       help="how many audits the warm-up runs (default 5: the server's JIT needs several)")
     start.set_defaults(handler=start_server)
     actions.add_parser("status", parents=[folder], help="whether it serves, its pid and address").set_defaults(
         handler=server_status)
@@ -78,30 +80,33 @@ def start_server(args: argparse.Namespace) -> int:
     say(f"serving on {server.url} (pid {server.pid}); stop it with: kafka-zk-audit connect-server stop"
         + (f" --dir {folder}" if args.dir else ""))
     if args.warm_up is not None:
-        warm_up_server(server, args.warm_up)
+        warm_up_server(server, args.warm_up, args.warm_up_rounds)
     print("# the Airflow connection that reaches it; name it in the settings' events.spark_connect_conn_id")
     print(f"export AIRFLOW_CONN_SPARK_CONNECT_DEFAULT='{connection_json(server)}'")
     return EXIT_DONE
 
 
-def warm_up_server(server: Any, warehouse: str) -> None:
-    """The ``--warm-up`` audit (a failure is said, not fatal: the server serves)."""
+def warm_up_server(server: Any, warehouse: str, rounds: int | None = None) -> None:
+    """The ``--warm-up`` audits (a failure is said, not fatal: the server serves)."""
     import time
 
-    from kafka_zk_audit.audit.connect import warm_up
+    from kafka_zk_audit.audit.connect import WARM_UP_ROUNDS, warm_up
     from kafka_zk_audit.contract.warehouse import default_warehouse
 
     root = warehouse or default_warehouse()
+    rounds = WARM_UP_ROUNDS if rounds is None else max(rounds, 1)
     began = time.monotonic()
     try:
-        snapshot_id = warm_up(server.url, root if "://" in root else str(Path(root).resolve()))
+        snapshot_id = warm_up(server.url, root if "://" in root else str(Path(root).resolve()), rounds,
+                              progress=lambda number, seconds: say(f"  warm-up audit {number} of {rounds}: "
+                                                                   f"{seconds:.1f}s"))
     except Exception as exc:  # the server serves either way
         say(f"the warm-up audit failed ({type(exc).__name__}: {str(exc)[:300]}); the server serves, cold")
         return
     if snapshot_id is None:
         say(f"no snapshot in {root} to warm up with; the server serves, cold")
     else:
-        say(f"warmed up with an audit of {snapshot_id} in {time.monotonic() - began:.1f}s")
+        say(f"warmed up with {rounds} audit(s) of {snapshot_id} in {time.monotonic() - began:.1f}s")
 
 
 def server_status(args: argparse.Namespace) -> int:
