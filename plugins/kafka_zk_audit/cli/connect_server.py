@@ -40,7 +40,7 @@ def add_parser(sub: Any) -> None:
                        help="then audit the newest snapshot of this warehouse (default $KAFKA_ZK_AUDIT_WAREHOUSE or "
                             "./warehouse) through it, into a scratch folder: the first event's audit finds it warm")
     start.add_argument("--warm-up-rounds", type=int, default=None, metavar="N",
-                       help="how many audits the warm-up runs (default 5: the server's JIT needs several)")
+                       help="with --warm-up: how many audits it runs (default 5: the server's JIT needs several)")
     start.set_defaults(handler=start_server)
     actions.add_parser("status", parents=[folder], help="whether it serves, its pid and address").set_defaults(
         handler=server_status)
