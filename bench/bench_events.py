@@ -195,20 +195,13 @@ def latency(server: ZooKeeperServer, tmp: Path, runs: int, connect_port: int | N
     writer.set(planted.path, healthy)  # healthy before the services start
     warmed: list[float] = []
     if connect_port is not None:  # connect-server start --warm-up: a stored snapshot of the cluster, audited
+        from audit_identity import take
+
         from kafka_zk_audit.audit.connect import warm_up
-        from kafka_zk_audit.contract.warehouse import Warehouse, new_snapshot_id
-        from kafka_zk_audit.snapshot.connection import ZkSettings
-        from kafka_zk_audit.snapshot.live import write_snapshot
+        from kafka_zk_audit.contract.warehouse import Warehouse
 
         stored = tmp / "warm-up-wh"
-        settings_zk = ZkSettings(hosts=server.hosts, chroot=chroot)
-        reader = KazooClient(**settings_zk.kazoo_kwargs())
-        reader.start(timeout=15)
-        try:
-            write_snapshot(reader, settings_zk, Warehouse(str(stored)), new_snapshot_id(suffix="lat"), cluster="lat")
-        finally:
-            reader.stop()
-            reader.close()
+        take(server.hosts, chroot, Warehouse(str(stored)), "lat", "warm-up")
         warm_up(f"sc://127.0.0.1:{connect_port}", str(stored), progress=lambda _, seconds: warmed.append(seconds))
     settings = tmp / "settings.yaml"
     events = {"enabled": True, "quiet_period": "2s", "max_delay": "10s"}

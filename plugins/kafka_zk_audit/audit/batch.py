@@ -27,6 +27,7 @@ from kafka_zk_audit.audit.params import Params, keyed_value, snapshot_params
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
 from kafka_zk_audit.contract.schemas import KEY
 from kafka_zk_audit.contract.settings import AuditConfig, glob_to_regex
+from kafka_zk_audit.contract.warehouse import manifest_znodes
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class BatchSnapshot:
     @property
     def znodes(self) -> int:
         """The snapshot's znodes, as its manifest counts them."""
-        return int(self.manifest.get("znodes") or 0)
+        return manifest_znodes(self.manifest)
 
 
 def started_ms(manifest: Mapping[str, Any]) -> int:

@@ -257,13 +257,18 @@ def choose_baseline(
     return max(earlier)[1] if earlier else None
 
 
+def manifest_znodes(manifest: Mapping[str, Any]) -> int:
+    """A snapshot's znodes, as its manifest counts them (0 when it does not)."""
+    return int(manifest.get("znodes") or 0)
+
+
 def stored_znodes(warehouse: Warehouse, snapshot_ids: Iterable[str]) -> int:
     """The znodes of these stored snapshots, as their manifests count them (a snapshot without a readable manifest
     counts none)."""
     total = 0
     for snapshot_id in snapshot_ids:
         try:
-            total += int(read_manifest(warehouse, snapshot_id).get("znodes") or 0)
+            total += manifest_znodes(read_manifest(warehouse, snapshot_id))
         except (OSError, ValueError, TypeError):
             continue
     return total
