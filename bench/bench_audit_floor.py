@@ -15,7 +15,10 @@ process:
    where its time goes phase by phase) and one ``airflow dags test`` of the demo-shaped cluster on a new warehouse
    (``bench_all.dag_run``: its wall and each task's, from Airflow's metadata DB). The ratios are the medians' against
    the bare app of the same rounds. Each round also times the bare app with the same archive mapped, for reference
-   (the floor the archive leaves); a machine without the archive yet writes it first with one untimed audit app;
+   (the floor the archive leaves); a machine without the archive yet writes it first with one untimed audit app.
+   And the floor under any DAG run of the audit: ``airflow dags test`` of a DAG of the audit DAG's shape whose 8
+   tasks do nothing (``EMPTY_DAG``, a new Airflow home), and Great Expectations' import in a new Python (the gate's
+   first step); with the bare app, what a run cannot go below;
 2. one more audit app with ``kafka_zk_audit_testing.spark_counts`` around its audit (``bench_audit_counts``'s counted
    app): the DataFrames built, Catalyst's analyses, the Spark jobs and the py4j calls into the JVM;
 3. ``--warm`` warm in-process audits of the same snapshot after one to warm up (``bench_audit_counts``'s warm worker,
@@ -69,6 +72,7 @@ import bench_audit_counts
 import profile_audit
 from bench_all import load, measured_where, replace_block, say
 
+from kafka_zk_audit.cli.runner import airflow_env, ensure_metadata_db
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit_testing.simulator import Simulator
 from kafka_zk_audit_testing.zk_server import ZooKeeperServer, free_port
@@ -107,6 +111,53 @@ TARGETS = (
     Target("demo", "`make demo`, warm", "52 s", "< 30 s", lambda v: v < 30.0),
     Target("suite", "`make test`, fresh clone, pytest wall", "9–16 min", "< 8 min", lambda v: v < 8.0),
 )
+
+
+# A DAG of the audit DAG's shape (its 8 tasks, two of them mapped over one cluster) whose tasks do nothing: what
+# ``airflow dags test`` costs by itself, the floor under every DAG run of the audit.
+EMPTY_DAG_ID = "kafka_zk_audit_shape"
+EMPTY_DAG = f'''
+from airflow.sdk import DAG, task
+
+with DAG(dag_id="{EMPTY_DAG_ID}", schedule=None, catchup=False):
+
+    @task
+    def clusters():
+        return [{{"cluster": "demo"}}]
+
+    @task
+    def snapshot(cluster):
+        return "snapshot-id"
+
+    @task
+    def audit(snapshot_ids):
+        return None
+
+    @task
+    def gate(audited):
+        return None
+
+    @task
+    def history(snapshot_id):
+        return None
+
+    @task
+    def summary(gated):
+        return None
+
+    @task
+    def retention(summarized):
+        return None
+
+    @task
+    def verdict(retained):
+        return None
+
+    snapshots = snapshot.expand(cluster=clusters())
+    history.expand(snapshot_id=snapshots)
+    verdict(retention(summary(gate(audit(snapshots)))))
+'''
+GX_IMPORT = "import time; began = time.perf_counter(); import great_expectations; print(time.perf_counter() - began)"
 
 
 def median(values: list[float]) -> float:
@@ -157,11 +208,42 @@ def rounds(server: ZooKeeperServer, work: Path, snapshots: Path, snapshot_id: st
                       if task.split("[")[0] in DATA_TASKS and state != "success"]:
             raise SystemExit(f"the DAG run's data tasks did not succeed ({', '.join(broken)}); "
                              f"see {run_work / 'dag.log'}")
-        done.append({"bare": bare, "audit": audit, "dag": dag, **({"bare_mapped": bare_mapped} if bare_mapped else {})})
+        floor = {"empty_dag": empty_dag_run(run_work), "gx_import": gx_import()}
+        done.append({"bare": bare, "audit": audit, "dag": dag, "floor": floor,
+                     **({"bare_mapped": bare_mapped} if bare_mapped else {})})
         mapped = f" (with the archive {bare_mapped['wall']:.1f} s)" if bare_mapped else ""
         say(f"  bare {bare['wall']:.1f} s{mapped}, audit app {audit['wall']:.1f} s, DAG run {dag['wall']:.1f} s: "
-            + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in dag["tasks"]))
+            + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in dag["tasks"])
+            + f"; the empty DAG's run {floor['empty_dag']:.1f} s, GX's import {floor['gx_import']:.1f} s")
     return done
+
+
+def empty_dag_run(work: Path) -> float:
+    """One ``airflow dags test`` of ``EMPTY_DAG`` in a new Airflow home (its ``airflow db migrate`` not timed): the wall
+    time Airflow itself takes for a run of the audit DAG's shape."""
+    dags = work / "empty-dags"
+    dags.mkdir()
+    (dags / f"{EMPTY_DAG_ID}.py").write_text(EMPTY_DAG)
+    base = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW") and k != "KAFKA_ZK_AUDIT_CONFIG"}
+    env = {**airflow_env(airflow_home=work / "empty-airflow", base=base), "AIRFLOW__CORE__DAGS_FOLDER": str(dags)}
+    ensure_metadata_db(env)
+    log = work / "empty-dag.log"
+    began = time.monotonic()
+    with log.open("wb") as out:
+        code = subprocess.run([str(Path(sys.executable).parent / "airflow"), "dags", "test", EMPTY_DAG_ID], env=env,
+                              stdout=out, stderr=subprocess.STDOUT).returncode
+    wall = time.monotonic() - began
+    ended = log.read_text(errors="replace").count("[DAG TEST] end task")
+    if code != 0 or ended != 8:  # its 8 tasks, the mapped ones over one cluster: 8 task instances
+        raise SystemExit(f"the empty DAG's run failed (exit {code}, {ended} tasks ended); see {log}")
+    return wall
+
+
+def gx_import() -> float:
+    """Great Expectations' import in a new Python process (the gate task's first step), in seconds."""
+    done = subprocess.run([sys.executable, "-c", GX_IMPORT], env={**os.environ, "GX_ANALYTICS_ENABLED": "false"},
+                          capture_output=True, text=True, check=True)
+    return float(done.stdout.split()[-1])
 
 
 def dag_states(db: Path) -> dict[str, str]:
@@ -468,6 +550,20 @@ def detail_tables(results: dict) -> str:
             f"{outside / m['bare']:.2f} |",
             f"| **the whole DAG run** | **{m['dag']:.1f}** | **{m['dag'] / m['bare']:.2f}** |", "",
             f"(Before each run, a new Airflow home's `airflow db migrate`: {set_up:.1f} s, not counted.)"]
+    if all("floor" in r for r in rounds_):  # (results.json files of earlier runs have no floor)
+        empty, gx = (median([r["floor"][key] for r in rounds_]) for key in ("empty_dag", "gx_import"))
+        least = m["bare"] + empty + gx
+        out += ["", "What no DAG run of the audit goes below on this machine, measured in the same rounds (medians): "
+                    "its three parts need a Spark app, Airflow's own run and the gate's Great Expectations:", "",
+                "| part of the floor | seconds | / bare app |", "|---|---|---|",
+                f"| the bare app (an audit app that cost no more than Spark's start) | {m['bare']:.1f} | 1.00 |",
+                f"| `airflow dags test` of a DAG of the audit DAG's shape whose 8 tasks do nothing | {empty:.1f} | "
+                f"{empty / m['bare']:.2f} |",
+                f"| Great Expectations' import in a new Python (the gate's first step) | {gx:.1f} | "
+                f"{gx / m['bare']:.2f} |",
+                f"| **the floor of a DAG run** | **{least:.1f}** | **{least / m['bare']:.2f}** |", "",
+                f"The whole DAG run took {m['dag']:.1f} s: {m['dag'] - least:.1f} s above that floor, "
+                f"{m['audit'] - m['bare']:.1f} s of them the audit app's own cost beyond the bare app's."]
     if results.get("warm"):
         runs = results["warm"]
         out += ["", f"Warm in-process audits (`local[2]`, one session, the {len(runs)} after the first; medians): "
