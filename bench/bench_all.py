@@ -161,11 +161,16 @@ def audit_and_gate(label: str, warehouse: str, work: Path) -> dict:
             "gate_wall": gate["wall"], "gate_validations": len(gate["validations"])}
 
 
+def outside_env() -> dict[str, str]:
+    """This process's environment without Airflow's settings or the audit's settings file: the base of a run's own
+    Airflow home."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW") and k != "KAFKA_ZK_AUDIT_CONFIG"}
+
+
 def dag_run(server: ZooKeeperServer, work: Path) -> dict:
     """Step 3: one ``airflow dags test`` of the demo-shaped cluster; wall time and each task's."""
     home = work / "airflow"
-    base = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW") and k != "KAFKA_ZK_AUDIT_CONFIG"}
-    env = airflow_env(airflow_home=home, base=base)
+    env = airflow_env(airflow_home=home, base=outside_env())
     env["AIRFLOW_CONN_ZK_DEMO"] = json.dumps({"conn_type": "zookeeper", "host": server.hosts,
                                               "extra": {"chroot": "/demo"}})
     settings = work / "demo.yaml"

@@ -224,8 +224,8 @@ def empty_dag_run(work: Path) -> float:
     dags = work / "empty-dags"
     dags.mkdir()
     (dags / f"{EMPTY_DAG_ID}.py").write_text(EMPTY_DAG)
-    base = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW") and k != "KAFKA_ZK_AUDIT_CONFIG"}
-    env = {**airflow_env(airflow_home=work / "empty-airflow", base=base), "AIRFLOW__CORE__DAGS_FOLDER": str(dags)}
+    env = {**airflow_env(airflow_home=work / "empty-airflow", base=bench_all.outside_env()),
+           "AIRFLOW__CORE__DAGS_FOLDER": str(dags)}
     ensure_metadata_db(env)
     log = work / "empty-dag.log"
     began = time.monotonic()
@@ -278,7 +278,7 @@ def warm(work: Path, warehouse: Warehouse, snapshot_id: str, audits: int) -> lis
 
 def make_demo(work: Path, runs: int) -> list[float]:
     """``make demo`` ``runs`` times, one after the other, on a free port, with its own warehouse and Airflow home."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW") and k != "KAFKA_ZK_AUDIT_CONFIG"}
+    env = bench_all.outside_env()
     env.update(KAFKA_ZK_AUDIT_DEMO_PORT=str(free_port()), KAFKA_ZK_AUDIT_WAREHOUSE=str(work / "demo-warehouse"),
                AIRFLOW_HOME=str(work / "demo-airflow"))
     walls = []
