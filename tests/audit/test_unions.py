@@ -48,8 +48,12 @@ def test_union_at_once_is_one_frame_of_every_row_by_position(spark):
     assert counted.counts["dataframes"] <= 2  # PySpark's constructor may count one frame twice
     assert united.columns == ["n", "s"]
     assert sorted(tuple(r) for r in united.collect()) == expected
-    selected = union_at_once(frames, [["s AS name", "n + 1 AS m"]] * len(frames))
-    assert sorted(tuple(r) for r in selected.collect()) == sorted((s, n + 1) for n, s in expected)
+    with SparkCounter(spark) as counted:  # select lists too: no frame or analysis per select
+        selected = union_at_once(frames, [["n + 1 AS m", "s AS name"]] * 3 + [None] + [["n * 3", "s"]] * 3)
+    assert counted.counts["dataframes"] <= 2 and counted.counts["analyses"] <= 2, counted.counts
+    assert selected.columns == ["m", "name"]
+    assert sorted(tuple(r) for r in selected.collect()) == sorted(
+        (n + 1 if n < 3 else n if n == 3 else 3 * n, s) for n, s in expected)
     assert union_at_once(frames[:1]) is frames[0]
     with pytest.raises(ValueError):
         union_at_once([])
@@ -62,6 +66,9 @@ def test_union_at_once_falls_back_to_one_sql_statement_without_the_internal_rout
         raise AttributeError("org.apache.spark.sql.classic.Dataset is not there")
 
     monkeypatch.setattr(unions, "_plans_united", moved)
-    united = union_at_once(frames, [["s AS name", "n * 2 AS twice"]] * len(frames))
-    assert united.columns == ["name", "twice"]
-    assert sorted(tuple(r) for r in united.collect()) == [(f"f{i}", 2 * i) for i in range(4)]
+    united = union_at_once(frames)
+    assert united.columns == ["n", "s"]
+    assert sorted(tuple(r) for r in united.collect()) == [(i, f"f{i}") for i in range(4)]
+    selected = union_at_once(frames, [["s AS name", "n * 2 AS twice"]] * len(frames))
+    assert selected.columns == ["name", "twice"]
+    assert sorted(tuple(r) for r in selected.collect()) == [(f"f{i}", 2 * i) for i in range(4)]

@@ -49,7 +49,7 @@ def current_identities(raw: DataFrame, batch: Batch) -> DataFrame:
     """One row per (snapshot, identity) of the keyed CHECK_OUTPUT rows ``raw``: merged evidence, explained only when
     every row is, suppressed when a suppression of the snapshot's settings matches."""
     explained_row = F.coalesce(F.col("explained"), F.lit(False))
-    return raw.withColumn("explained", explained_row).withColumn("suppressed", batch.suppressed_column()).groupBy(
+    return raw.withColumns({"explained": explained_row, "suppressed": batch.suppressed_column()}).groupBy(
         KEY, *IDENTITY).agg(
         F.concat_ws("; ", F.array_sort(F.collect_set("detail"))).alias("detail"),
         F.min("explained").alias("explained"),
@@ -92,12 +92,13 @@ def _first_seen(current: DataFrame, batch: Batch, stored: DataFrame) -> DataFram
 
 
 def _previous(current: DataFrame, batch: Batch, stored: DataFrame) -> DataFrame:
-    """Per (snapshot, identity) of its previous run: whether it was reported. From the baseline in the batch (its
-    current rows re-keyed to the snapshots it is the baseline of) or the stored one."""
-    rekeyed = current.select(F.explode(batch.followers_column()).alias("_of"), *IDENTITY, "suppressed").select(
-        F.col("_of").alias(KEY), *IDENTITY, (~F.col("suppressed")).alias("reported"))
+    """Per (snapshot, identity) of its previous run: whether it was reported, and ``seen_before`` (true). From the
+    baseline in the batch (its current rows re-keyed to the snapshots it is the baseline of) or the stored one."""
+    # one select: its expressions read the input's key, so the exploded followers may take the key's name
+    rekeyed = current.select(F.explode(batch.followers_column()).alias(KEY), *IDENTITY,
+                             (~F.col("suppressed")).alias("reported"))
     both = rekeyed.unionByName(stored.select(KEY, *IDENTITY, "reported"))
-    return both.groupBy(KEY, *IDENTITY).agg(F.max("reported").alias("reported"))
+    return both.groupBy(KEY, *IDENTITY).agg(F.max("reported").alias("reported"), F.lit(True).alias("seen_before"))
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,7 @@ def finalize_findings(raw: DataFrame, batch: Batch, previous_findings: DataFrame
     current = current_identities(raw, batch).localCheckpoint(eager=True)
     stored = _stored_history(previous_findings, current)
     first_seen = _first_seen(current, batch, stored)
-    previous = _previous(current, batch, stored).withColumn("seen_before", F.lit(True))
+    previous = _previous(current, batch, stored)
     now = current.alias("c").join(first_seen.alias("f"), _same("c", "f", IDENTITY), "left").select(
         "c.*", F.col("f.first_seen").alias("first_seen"), F.lit(True).alias("seen_now"))
     both = now.alias("n").join(previous.alias("p"), _same("n", "p", IDENTITY), "full").select(
@@ -150,12 +151,9 @@ def finalize_findings(raw: DataFrame, batch: Batch, previous_findings: DataFrame
         .otherwise(F.lit("gone"))  # suppressed before, not seen now: never reported, not counted
     )
     severity = F.when(F.col("status") == "explained", F.lit(EXPLAINED_SEVERITY)).otherwise(batch.severity_column())
-    shaped = (
-        both.withColumn("status", outcome)
-        .withColumn("severity", severity)
-        .withColumn("cluster", batch.cluster_column())
-        .select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in FINDINGS.fields])
-    )
+    computed = {"severity": severity, "cluster": batch.cluster_column()}  # severity reads the status
+    shaped = both.withColumn("status", outcome).select(
+        *[computed.get(f.name, F.col(f.name)).cast(f.dataType).alias(f.name) for f in FINDINGS.fields])
     rows = shaped.toArrow()  # every identity of every snapshot with its outcome
     stats: dict[str, dict[str, int]] = {sid: dict.fromkeys(STATS, 0) for sid in batch.ids}
     for row in rows.group_by([KEY, "status"]).aggregate([([], "count_all")]).to_pylist():

@@ -131,8 +131,9 @@ def _rekeyed(frame: DataFrame, batch: Batch) -> DataFrame:
     """Baselines' rows keyed by the snapshot they are the baseline of, with their own id as ``baseline_snapshot_id``
     (a row of a baseline of two snapshots is there twice)."""
     rest = [c for c in frame.columns if c != KEY]
-    return frame.select(F.explode(batch.followers_column(in_batch_only=False)).alias("_of"), *rest,
-                        F.col(KEY).alias(BASELINE_ID)).withColumnRenamed("_of", KEY).select(KEY, *rest, BASELINE_ID)
+    # one select: its expressions read the input's key, so the exploded followers may take the key's name
+    return frame.select(F.explode(batch.followers_column(in_batch_only=False)).alias(KEY), *rest,
+                        F.col(KEY).alias(BASELINE_ID))
 
 
 def load_baselines(spark: SparkSession, store: Warehouse, batch: Batch, tables: Mapping[str, DataFrame],
@@ -210,7 +211,7 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
         if out.is_local:  # list a batch's folders on the driver: a Spark job to list a hundred local paths is slower
             spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", str(max(32, 2 * len(ids))))
         snapshot = read_snapshots(spark, warehouse, ids)
-        tables = normalize(snapshot)
+        tables = normalize(snapshot, conformed=not small)  # a small batch's collect conforms its rows
         params = batch.params(spark)
     log.info("auditing %d snapshot(s), %d znodes: %s", len(ids), znodes, ", ".join(
         f"{s.snapshot_id} ({s.cluster or 'default'}; baseline {s.baseline_id or 'none'})" for s in batch.snapshots))

@@ -125,9 +125,10 @@ def collect_all_at_once(frames: Mapping[str, DataFrame], schemas: Mapping[str, S
     """Several small keyed frames collected in few Spark jobs: name -> Arrow table of the frame's columns, the key
     last (every column nullable, as the Parquet files have them). The frames are split into ``PLANNING_THREADS``
     parts, each one union and one job, planned and run at once by as many driver threads (a small batch's time is
-    the driver's JVM analysing and planning the union). ``schemas``: the frames' schemas where the caller knows
-    them (e.g. the contract's, of conformed tables), so nothing asks Spark for them (under Spark Connect, a round
-    trip and an analysis each)."""
+    the driver's JVM analysing and planning the union). ``schemas``: the schemas to collect frames in, where the
+    caller knows them (e.g. the contract's, of the normalized tables): their columns in that order, cast to those
+    types as they are collected (a frame need not have them yet), and nothing asks Spark for the frames' own
+    schemas (under Spark Connect, a round trip and an analysis each)."""
     names = list(frames)
     known = dict(schemas or {})
     parts = [names[index::PLANNING_THREADS] for index in range(min(PLANNING_THREADS, len(names)))]
@@ -152,12 +153,17 @@ def _collect_united(frames: Mapping[str, DataFrame], schemas: Mapping[str, Struc
                      if f.name != KEY] for name, frame in frames.items()}
     struct_types = [sql_text.sql_type(StructType(fields[name])) for name in frames]
 
+    def value(name: str, field: StructField) -> str:
+        """A field's value; cast to the given schema's type (a no-op where the frame has it already)."""
+        marked = sql_text.nullable(sql_text.identifier(field.name))
+        return sql_text.cast(marked, field.dataType) if name in schemas else marked
+
     # every part has every table's column (null but its own), so the parts unite by position, all in one union (one
     # DataFrame, one analysis)
     selects = []
     for index, name in enumerate(frames):
         columns = [f"CAST(NULL AS {struct_type}) AS _{other}" for other, struct_type in enumerate(struct_types)]
-        own = sql_text.named_struct((f.name, sql_text.nullable(sql_text.identifier(f.name))) for f in fields[name])
+        own = sql_text.named_struct((f.name, value(name, f)) for f in fields[name])
         columns[index] = f"{own} AS _{index}"
         selects.append([f"{sql_text.string_literal(name)} AS _table", sql_text.identifier(KEY), *columns])
     united = union_at_once(list(frames.values()), selects)

@@ -7,9 +7,10 @@ pairs, and so on, analyzes each frame about log2(n) times. The optimizer flatten
 (``CombineUnions``): the executed plan is the same as the chain's.
 
 Every union is still a DataFrame of its own, analyzed when it is built. ``union_at_once`` unites any number of frames
-in ONE DataFrame: on a classic session one n-ary ``Union`` of their plans (the operator ``CombineUnions`` makes of a
-tree), analyzed once; on a Spark Connect session, or a Spark without that internal route, one ``spark.sql``
-``UNION ALL`` statement over them.
+in ONE DataFrame, each frame as it is or through a select list (SQL text): on a classic session one n-ary ``Union``
+of their plans (the operator ``CombineUnions`` makes of a tree), each select list parsed into a projection of its
+frame's plan, all analyzed once; on a Spark Connect session, or a Spark without that internal route, one
+``spark.sql`` ``UNION ALL`` statement over them (whose temporary views cost an analysis each).
 """
 
 from __future__ import annotations
@@ -60,13 +61,11 @@ def union_at_once(frames: Sequence[DataFrame], selects: Sequence[Sequence[str]] 
     lists = list(selects) if selects is not None else [None] * len(frames)
     if len(lists) != len(frames):
         raise ValueError(f"union_at_once: {len(frames)} frames but {len(lists)} select lists")
+    if len(frames) == 1:
+        return frames[0] if lists[0] is None else frames[0].selectExpr(*lists[0])
     if all(hasattr(frame, "_jdf") for frame in frames):  # a classic session
-        parts = [frame if columns is None else frame.selectExpr(*columns)
-                 for frame, columns in zip(frames, lists, strict=True)]
-        if len(parts) == 1:
-            return parts[0]
         try:
-            return _plans_united(parts)
+            return _plans_united(frames, lists)
         except (Py4JError, AttributeError, TypeError) as error:  # Spark's internals moved: the SQL statement
             log.debug("one Union of the plans is not available (%s): one UNION ALL statement instead", error)
     branches = [f"SELECT {braces_escaped(', '.join(columns or ['*']))} FROM {{_{index}}}"
@@ -74,14 +73,24 @@ def union_at_once(frames: Sequence[DataFrame], selects: Sequence[Sequence[str]] 
     return sql_over("\nUNION ALL\n".join(branches), {f"_{index}": frame for index, frame in enumerate(frames)})
 
 
-def _plans_united(parts: Sequence[DataFrame]) -> DataFrame:
-    """One n-ary Catalyst ``Union`` of the frames' logical plans as a DataFrame (Spark 4's classic ``Dataset``;
-    not a public API, so ``union_at_once`` falls back to SQL text when it is not there)."""
+def _plans_united(parts: Sequence[DataFrame], selects: Sequence[Sequence[str] | None] | None = None) -> DataFrame:
+    """One n-ary Catalyst ``Union`` of the frames' logical plans as a DataFrame, analyzed once (Spark 4's classic
+    ``Dataset``; not a public API, so ``union_at_once`` falls back to SQL text when it is not there). A frame with a
+    select list of ``selects`` goes in as that list's projection of its plan, parsed by the session's SQL parser and
+    analyzed with the union: no frame of its own."""
     spark = parts[0].sparkSession
     jvm = spark._jvm
+    parser = spark._jsparkSession.sessionState().sqlParser() if selects else None
     plans = jvm.java.util.ArrayList()
-    for part in parts:
-        plans.add(part._jdf.logicalPlan())
+    for index, part in enumerate(parts):
+        plan = part._jdf.logicalPlan()
+        columns = selects[index] if selects else None
+        if columns is not None:
+            projection = parser.parsePlan(f"SELECT {', '.join(columns)} FROM _frame")
+            if projection.getClass().getSimpleName() != "Project":
+                raise TypeError(f"a select list parsed as {projection.getClass().getSimpleName()}, not a Project")
+            plan = projection.withNewChildren(jvm.PythonUtils.toSeq(jvm.java.util.Collections.singletonList(plan)))
+        plans.add(plan)
     union = jvm.org.apache.spark.sql.catalyst.plans.logical.Union(jvm.PythonUtils.toSeq(plans), False, False)
     return type(parts[0])(jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, union), spark)
 

@@ -149,9 +149,11 @@ def conform(frame: DataFrame, schema: StructType) -> DataFrame:
     return frame.selectExpr(*columns)
 
 
-def normalize(snapshot: DataFrame, *, persist: bool = True) -> NormalizedTables:
+def normalize(snapshot: DataFrame, *, persist: bool = True, conformed: bool = True) -> NormalizedTables:
     """Every table of ``schemas.TABLES``, as ``keyed(TABLES[name])`` frames, from a snapshot frame of schema
-    ``keyed(SNAPSHOT)`` holding one or many snapshots.
+    ``keyed(SNAPSHOT)`` holding one or many snapshots. ``conformed=False``: each table as its family builds it (its
+    columns, in its own types and order), for a caller that conforms the rows itself (a small audit's collect casts
+    them to the contract as it collects them, without a frame per table).
 
     Raises ValueError (from ``classify``) when the frame has no ``snapshot_id`` column.
     """
@@ -171,7 +173,7 @@ def normalize(snapshot: DataFrame, *, persist: bool = True) -> NormalizedTables:
     frames: dict[str, DataFrame] = {}
     # the driver's JVM analyses each new frame: two driver threads build the families' tables at once
     for built in in_driver_threads(snapshot.sparkSession, lambda build: {
-            name: conform(frame, keyed(TABLES[name])) if name in TABLES else frame
+            name: conform(frame, keyed(TABLES[name])) if conformed and name in TABLES else frame
             for name, frame in build().items()}, builders):
         frames.update(built)
     if set(frames) != set(TABLES):
