@@ -90,7 +90,7 @@ def _airflow(
     env: dict[str, str], args: list[str], check: bool = False, log_path: Path | None = None, echo: bool = False,
     on_line: Callable[[str], None] | None = None,
 ) -> int:
-    cmd = [sys.executable, "-m", "kafka_zk_audit.cli.airflow_main", *args]  # Airflow's CLI, ended without teardown
+    cmd = [sys.executable, "-m", "kafka_zk_audit.airflow.command_line", *args]  # ended without the teardown
     if log_path is None:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if check and proc.returncode:

@@ -1,5 +1,5 @@
-"""``kafka_zk_audit.cli.airflow_main``: Airflow's command line as the CLI runs it, its exit code kept and its ``atexit``
-functions run before the process ends without its interpreter's teardown."""
+"""``kafka_zk_audit.airflow.command_line``: Airflow's command line as the CLI runs it, its exit code kept and its
+``atexit`` functions run before the process ends without its interpreter's teardown."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from kafka_zk_audit.cli.airflow_main import exit_code
+from kafka_zk_audit.airflow.command_line import exit_code
 
 
 def test_exit_codes_are_those_of_sys_exit(capsys: pytest.CaptureFixture[str]) -> None:
@@ -22,7 +22,7 @@ def test_an_airflow_command_ends_with_its_code_after_its_atexit_functions_and_ot
     script = """
 import atexit, sys, threading, time
 import airflow.__main__
-from kafka_zk_audit.cli import airflow_main
+from kafka_zk_audit.airflow import command_line
 
 def command():
     worker = threading.Thread(target=lambda: (time.sleep(0.3), print("worker done", flush=True)))
@@ -31,7 +31,7 @@ def command():
     raise SystemExit(sys.argv[1:] == ["fail"] and "the command failed" or None)
 
 airflow.__main__.main = command
-airflow_main.main(sys.argv[1:])
+command_line.main(sys.argv[1:])
 """
     ok = subprocess.run([sys.executable, "-c", script, "ok"], capture_output=True, text=True, cwd=tmp_path)
     assert ok.returncode == 0 and ok.stdout.splitlines() == ["worker done", "atexit ran"], ok
@@ -41,7 +41,7 @@ airflow_main.main(sys.argv[1:])
 
 
 def test_the_real_airflow_command_line_runs_through_it(tmp_path) -> None:
-    version = subprocess.run([sys.executable, "-m", "kafka_zk_audit.cli.airflow_main", "version"],
+    version = subprocess.run([sys.executable, "-m", "kafka_zk_audit.airflow.command_line", "version"],
                              capture_output=True, text=True, cwd=tmp_path, env={"AIRFLOW_HOME": str(tmp_path),
                                                                                 "PATH": "/usr/bin:/bin"})
     import airflow

@@ -1,5 +1,5 @@
-"""``airflow`` as the CLI runs it (``python -m kafka_zk_audit.cli.airflow_main dags test ...``): Airflow's own command
-line, then the process ends as soon as it has finished, without tearing its interpreter down.
+"""``airflow`` as the CLI runs it (``python -m kafka_zk_audit.airflow.command_line dags test ...``): Airflow's own
+command line, then the process ends as soon as it has finished, without tearing its interpreter down.
 
 A Python process that has imported Airflow, Great Expectations and pandas and run a DAG spends about 2.5 s after its
 last line (``airflow dags test`` of the demo cluster, measured) clearing its modules and objects one by one, which
