@@ -72,7 +72,7 @@ import bench_audit_counts
 import profile_audit
 from bench_all import load, measured_where, replace_block, say
 
-from kafka_zk_audit.cli.runner import airflow_env, ensure_metadata_db
+from kafka_zk_audit.cli.runner import airflow_command, airflow_env, ensure_metadata_db
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit_testing.simulator import Simulator
 from kafka_zk_audit_testing.zk_server import ZooKeeperServer, free_port
@@ -220,8 +220,8 @@ def rounds(server: ZooKeeperServer, work: Path, snapshots: Path, snapshot_id: st
 
 def empty_dag_run(work: Path) -> float:
     """One ``airflow dags test`` of ``EMPTY_DAG`` in a new Airflow home (its ``airflow db migrate`` not timed), started
-    as the CLI starts the audit DAG's (``kafka_zk_audit.airflow.command_line``): the wall time Airflow itself takes for
-    a run of the audit DAG's shape."""
+    as the CLI starts the audit DAG's (``cli.runner.airflow_command``): the wall time Airflow itself takes for a run of
+    the audit DAG's shape."""
     dags = work / "empty-dags"
     dags.mkdir()
     (dags / f"{EMPTY_DAG_ID}.py").write_text(EMPTY_DAG)
@@ -231,8 +231,8 @@ def empty_dag_run(work: Path) -> float:
     log = work / "empty-dag.log"
     began = time.monotonic()
     with log.open("wb") as out:
-        command = [sys.executable, "-m", "kafka_zk_audit.airflow.command_line", "dags", "test", EMPTY_DAG_ID]
-        code = subprocess.run(command, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
+        code = subprocess.run(airflow_command(["dags", "test", EMPTY_DAG_ID]), env=env, stdout=out,
+                              stderr=subprocess.STDOUT).returncode
     wall = time.monotonic() - began
     ended = log.read_text(errors="replace").count("[DAG TEST] end task")
     if code != 0 or ended != 8:  # its 8 tasks, the mapped ones over one cluster: 8 task instances

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from kafka_zk_audit.airflow.command_line import exit_code
+from kafka_zk_audit.cli.runner import airflow_command
 
 
 def test_exit_codes_are_those_of_sys_exit(capsys: pytest.CaptureFixture[str]) -> None:
@@ -41,9 +42,8 @@ command_line.main(sys.argv[1:])
 
 
 def test_the_real_airflow_command_line_runs_through_it(tmp_path) -> None:
-    version = subprocess.run([sys.executable, "-m", "kafka_zk_audit.airflow.command_line", "version"],
-                             capture_output=True, text=True, cwd=tmp_path, env={"AIRFLOW_HOME": str(tmp_path),
-                                                                                "PATH": "/usr/bin:/bin"})
+    version = subprocess.run(airflow_command(["version"]), capture_output=True, text=True, cwd=tmp_path,
+                             env={"AIRFLOW_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})
     import airflow
 
     assert version.returncode == 0, version.stderr

@@ -65,7 +65,7 @@ def union_at_once(frames: Sequence[DataFrame], selects: Sequence[Sequence[str]] 
         return frames[0] if lists[0] is None else frames[0].selectExpr(*lists[0])
     if all(hasattr(frame, "_jdf") for frame in frames):  # a classic session
         try:
-            return _plans_united(frames, lists)
+            return _plans_united(frames, selects)
         except (Py4JError, AttributeError, TypeError) as error:  # Spark's internals moved: the SQL statement
             log.debug("one Union of the plans is not available (%s): one UNION ALL statement instead", error)
     branches = [f"SELECT {braces_escaped(', '.join(columns or ['*']))} FROM {{_{index}}}"

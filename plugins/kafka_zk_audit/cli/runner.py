@@ -86,11 +86,17 @@ def ensure_metadata_db(env: dict[str, str]) -> None:
     _airflow(env, ["db", "migrate"], check=True)
 
 
+def airflow_command(args: Sequence[str]) -> list[str]:
+    """``airflow <args>`` as this package runs it: Airflow's command line in this Python, the process ended without
+    its interpreter's teardown (``kafka_zk_audit.airflow.command_line``)."""
+    return [sys.executable, "-m", "kafka_zk_audit.airflow.command_line", *args]
+
+
 def _airflow(
     env: dict[str, str], args: list[str], check: bool = False, log_path: Path | None = None, echo: bool = False,
     on_line: Callable[[str], None] | None = None,
 ) -> int:
-    cmd = [sys.executable, "-m", "kafka_zk_audit.airflow.command_line", *args]  # ended without the teardown
+    cmd = airflow_command(args)
     if log_path is None:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if check and proc.returncode:
