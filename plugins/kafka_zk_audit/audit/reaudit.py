@@ -336,10 +336,10 @@ def timeline_page(summary: Mapping[str, Any], timeline: Sequence[Mapping[str, An
     return "\n".join(parts)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, stop_session: bool = True) -> int:
     """spark-submit entry: ``--warehouse W --reaudit-id ID [--cluster NAME ...] [--since T] [--until T]
     [--config FILE]``. Exit 0 when every chosen snapshot was reaudited, 1 when any failed, 2 when none
-    was chosen."""
+    was chosen. ``stop_session=False`` leaves the session to the driver JVM (``job.main``)."""
     import argparse
 
     from kafka_zk_audit.audit.session import get_spark
@@ -366,7 +366,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         summary = run_reaudit(spark, warehouse, reaudit_id, snapshots, args.config or None, args.batch_znodes)
     finally:
-        spark.stop()
+        if stop_session:
+            spark.stop()
     log.info("reaudit %s: %d snapshot(s) in %.1fs (%.2f snapshots/s, %.0f znodes/s); %d failed; %s",
              reaudit_id, len(summary["snapshots"]), summary["seconds"], summary["snapshots_per_second"] or 0,
              summary["znodes_per_second"] or 0, len(summary["failed"]), summary["page"])

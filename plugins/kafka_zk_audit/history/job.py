@@ -213,10 +213,11 @@ def timeline_page(summary: Mapping[str, Any], intervals: Sequence[Mapping[str, A
     return page(f"History {summary['history_id']}", body, links)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, stop_session: bool = True) -> int:
     """spark-submit entry: ``--warehouse W --files DIR [--log-dir DIR] [--cluster NAME] [--chroot /x]
     [--history-id ID] [--min-interval 1s] [--from-zxid N] [--to-zxid N]``. Exit 0 when history.json was
-    written, 1 when a log could not be read to its end."""
+    written, 1 when a log could not be read to its end. ``stop_session=False`` leaves the session to the driver JVM
+    (``kafka_zk_audit.audit.job.main``)."""
     import argparse
 
     from kafka_zk_audit.audit.session import get_spark
@@ -245,7 +246,8 @@ def main(argv: list[str] | None = None) -> int:
                               min_interval_ms=min_interval_ms, from_zxid=parse_at_zxid(args.from_zxid),
                               to_zxid=parse_at_zxid(args.to_zxid), origin=args.origin)
     finally:
-        spark.stop()
+        if stop_session:
+            spark.stop()
     log.info("history %s: %d txns in %.1fs (%.0f txns/s decoded); %s", summary["history_id"], summary["txns"],
              summary["seconds"], summary["txns_per_second"] or 0, summary["page"])
     return 1 if summary["log_errors"] else 0
