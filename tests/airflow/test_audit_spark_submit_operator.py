@@ -11,6 +11,8 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from kazoo.client import KazooClient
 
 from kafka_zk_audit.airflow.dag import build_dag, spark_app_path
+from kafka_zk_audit.airflow.operators import audit_spark_submit
+from kafka_zk_audit.airflow.operators.audit_gate import GATE_IMPORTS
 from kafka_zk_audit.audit.session import DRIVER_JAVA_OPTIONS, class_data_archive
 from tests.airflow.dag_runs import run_dag
 
@@ -51,6 +53,8 @@ def test_the_audit_submits_the_packaged_app_for_the_snapshots_the_run_took(airfl
         submitted.append(hook._build_spark_submit_command(application))
 
     monkeypatch.setattr(SparkSubmitHook, "submit", record)
+    warmed: list[tuple[str, ...]] = []  # when every task runs in one process, the gate's imports load meanwhile
+    monkeypatch.setattr(audit_spark_submit, "warm_imports", warmed.append)
     dag = build_dag(str(settings)).partial_subset(["audit"], include_upstream=True)
     assert sorted(dag.task_dict) == ["audit", "clusters", "snapshot"]
     warehouse = tmp_path / "warehouse"
@@ -74,6 +78,7 @@ def test_the_audit_submits_the_packaged_app_for_the_snapshots_the_run_took(airfl
     assert Path(command[app]).is_file()
     assert command[app + 1:] == ["--warehouse", str(warehouse), "--snapshot-ids", ",".join(ids),
                                  "--config", str(settings), "--target-version", "3.9"]
+    assert warmed == [GATE_IMPORTS] and GATE_IMPORTS == ("great_expectations", "kafka_zk_audit.gate.run")
 
 
 

@@ -19,6 +19,10 @@ from kafka_zk_audit.airflow.xcoms import snapshot_id_list
 from kafka_zk_audit.contract.settings import load_config
 from kafka_zk_audit.contract.warehouse import Warehouse, default_warehouse
 
+# What the gate's execute imports first: Great Expectations and the gate (a run of every task in one process warms
+# them up while the audit's spark-submit runs: kafka_zk_audit.airflow.command_line.warm_imports)
+GATE_IMPORTS = ("great_expectations", "kafka_zk_audit.gate.run")
+
 
 class AuditGateFailed(AirflowFailException, GateVerdictFailure):
     """Expectations of a gating severity failed (the gate's own alert reports it)."""

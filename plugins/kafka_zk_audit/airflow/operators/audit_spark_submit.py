@@ -1,6 +1,7 @@
 """SparkSubmitOperator whose connection id may come from a DAG param (``{{ params.spark_conn_id }}``), its driver
 JVM mapping the machine's class-data archive (:func:`kafka_zk_audit.audit.session.class_data_sharing`) and sized to
-the snapshots it audits (:func:`kafka_zk_audit.audit.session.sized_conf`)."""
+the snapshots it audits (:func:`kafka_zk_audit.audit.session.sized_conf`). When the whole DAG run is in this process
+(``airflow dags test``), the gate's imports load while the app runs (:mod:`kafka_zk_audit.airflow.command_line`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
+from kafka_zk_audit.airflow.command_line import warm_imports
+from kafka_zk_audit.airflow.operators.audit_gate import GATE_IMPORTS
 from kafka_zk_audit.audit.session import class_data_sharing, sized_conf
 from kafka_zk_audit.contract.warehouse import Warehouse, stored_znodes
 
@@ -37,6 +40,7 @@ class AuditSparkSubmitOperator(SparkSubmitOperator):
 
     def execute(self, context: Any) -> None:
         self._conn_id = self.spark_conn_id
+        warm_imports(GATE_IMPORTS)  # when the gate runs next in this process (``airflow dags test``)
         with class_data_sharing(sized_conf(self.conf or {}, audited_znodes(self.application_args))) as conf:
             self.conf = conf
             return super().execute(context)
