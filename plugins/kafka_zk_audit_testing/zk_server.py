@@ -20,8 +20,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafka_zk_audit.audit.connect import wait_gone
 from kafka_zk_audit.audit.session import C1_ONLY_JAVA_OPTION
+from kafka_zk_audit.contract.process import wait_gone
 
 ZOOKEEPER_JARS = ("/usr/share/java/zookeeper.jar", "/usr/share/java/slf4j-simple.jar")
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"

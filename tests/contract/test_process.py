@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from kafka_zk_audit.contract.process import exit_code
+from kafka_zk_audit.contract.process import exit_code, wait_gone
 
 SCRIPT = """
 import atexit, sys, threading, time
@@ -41,3 +42,18 @@ def test_the_process_ends_after_its_threads_and_atexit_functions_without_teardow
     assert done.returncode == code, done
     assert done.stderr.strip() == stderr
     assert done.stdout.splitlines() == ["partly writtenworker done", "atexit ran"], done.stdout
+
+
+def test_a_process_that_exited_is_gone_though_its_parent_has_not_reaped_it() -> None:
+    # `sleep 0` exits at once, but its parent (the shell, then `sleep 30` in its place) never collects its status:
+    # it stays a zombie, not this process's child, as a server started by a command that has ended may
+    parent = subprocess.Popen(["bash", "-c", "sleep 0 & echo $!; exec sleep 30"], stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(parent.stdout.readline())
+        assert wait_gone(child, 10.0)
+        assert Path(f"/proc/{child}").exists()  # still listed: only its parent's end would remove it
+        assert not wait_gone(parent.pid, 0.2)  # a running process is not gone
+    finally:
+        parent.kill()
+        parent.wait()
+    assert wait_gone(parent.pid, 1.0)  # our own child, reaped

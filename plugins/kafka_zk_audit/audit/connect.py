@@ -38,6 +38,7 @@ from kafka_zk_audit.audit.session import (
     connect_session,
     is_local,
 )
+from kafka_zk_audit.contract.process import wait_gone
 
 if TYPE_CHECKING:
 
@@ -216,23 +217,6 @@ class ConnectServer:
         except ProcessLookupError:
             pass
         return True
-
-
-def wait_gone(pid: int, timeout: float) -> bool:
-    """Wait until process ``pid`` has exited (reaping it when it is our child); True if it did in time."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                return True
-        except ChildProcessError:  # not our child: poll for its existence instead
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.1)
 
 
 def warm_up(url: str, warehouse_root: str, rounds: int = WARM_UP_ROUNDS,

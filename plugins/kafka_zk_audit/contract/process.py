@@ -1,4 +1,5 @@
-"""The end of a process whose work is done: what a normal exit does first, without the interpreter's teardown.
+"""Processes: the end of this one once its work is done (``end_process``), and waiting for another to end
+(``wait_gone``).
 
 A Python process that has imported Airflow, Great Expectations, pandas or PySpark spends a second or more after its
 last line clearing its modules and objects one by one, which nobody waits for but its parent. ``end_process`` does
@@ -12,6 +13,7 @@ import atexit
 import os
 import sys
 import threading
+import time
 from typing import NoReturn
 
 
@@ -35,3 +37,33 @@ def end_process(code: object) -> NoReturn:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)
+
+
+def wait_gone(pid: int, timeout: float) -> bool:
+    """Wait until process ``pid`` has exited (reaping it when it is our child); True if it did in time."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return True
+        except ChildProcessError:  # not our child: poll for its end instead
+            if _exited(pid):
+                return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
+def _exited(pid: int) -> bool:
+    """Whether ``pid``, not a child of this process, has exited: it is gone, or it is a zombie whose parent has not
+    collected its exit status yet (a server started by a command that has since ended belongs to whatever reaps
+    orphans, which may take a second or more to do it)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):  # gone meanwhile (the next poll tells), or no procfs: running as far as kill tells
+        return False
