@@ -18,9 +18,7 @@ import sys
 import threading
 from typing import NoReturn
 
-from kafka_zk_audit.contract.process import end_process, exit_code
-
-__all__ = ["exit_code", "main", "tasks_run_here", "warm_imports"]
+from kafka_zk_audit.contract.process import end_process
 
 log = logging.getLogger(__name__)
 _tasks_run_here = False  # set by main for ``dags test``
