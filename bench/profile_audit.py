@@ -85,9 +85,11 @@ def run_app(tree: Path | None, warehouse_root: str, snapshot_id: str, log: Path,
     spark_submit = Path(sys.executable).parent / "spark-submit"
     app = (tree or REPO) / "spark_apps" / "audit_snapshot.py"
     from kafka_zk_audit.audit.session import class_data_sharing, submit_conf
+    from kafka_zk_audit.contract.warehouse import Warehouse, stored_znodes
 
+    znodes = stored_znodes(Warehouse(warehouse_root), [snapshot_id])  # sized as the DAG's audit task sizes it
     launched, cpu = time.time(), children_cpu()
-    with class_data_sharing(submit_conf()) as shipped, log.open("wb") as out:
+    with class_data_sharing(submit_conf(znodes)) as shipped, log.open("wb") as out:
         pairs = [f"{key}={value}" for key, value in shipped.items()]
         confs = [item for pair in (("--conf", c) for c in [*pairs, *conf]) for item in pair]
         args = [str(spark_submit), "--master", "local[*]", *confs, str(app),
