@@ -46,7 +46,7 @@ from kafka_zk_audit.audit.keyed_io import (
 from kafka_zk_audit.audit.normalize import normalize
 from kafka_zk_audit.audit.paired import paired_verdicts, with_paired_findings
 from kafka_zk_audit.audit.readiness import SnapshotReadiness, audit_readiness, write_audit_migration
-from kafka_zk_audit.audit.session import for_driver_thread, is_connect, size_spark_to
+from kafka_zk_audit.audit.session import for_driver_thread, in_driver_threads, is_connect, size_spark_to
 from kafka_zk_audit.contract.catalogue import CHECK_IDS
 from kafka_zk_audit.contract.drift import DRIFT_TABLE
 from kafka_zk_audit.contract.schemas import DRIFT, FINDINGS, KEY, SNAPSHOT, TABLES, keyed
@@ -223,9 +223,10 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
             collected = collect_all_at_once(tables, {name: keyed(TABLES[name]) for name in tables})
             row_counts = write_collected(collected, out, {name: out.table_dir(name) for name in tables}, ids,
                                          clusters)
-        else:
-            for name, df in tables.items():
-                write_keyed(_with_cluster(df, batch), out, out.table_dir(name), ids)
+        else:  # two driver threads: one table's job runs while the other's files are committed and listed
+            tables.materialize()  # the parse done once, before the jobs that read it at once
+            in_driver_threads(spark, lambda item: write_keyed(_with_cluster(item[1], batch), out,
+                                                              out.table_dir(item[0]), ids), list(tables.items()))
     with clock.phase("reread+count"):
         # The checks start from the tables as written, not from the whole normalizer lineage, which makes planning
         # and running them several times faster: a small batch's rows, which the driver collected to write them, as
@@ -273,8 +274,8 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
             if small:
                 write_all_at_once(audit, out, {name: out.table_dir(name) for name in audit}, ids, clusters)
             else:
-                for name, df in audit.items():
-                    write_keyed(_with_cluster(df, batch), out, out.table_dir(name), ids)
+                in_driver_threads(spark, lambda item: write_keyed(_with_cluster(item[1], batch), out,
+                                                                  out.table_dir(item[0]), ids), list(audit.items()))
 
     with clock.phase("findings write"):
         finding_rows = finalized.findings_rows
