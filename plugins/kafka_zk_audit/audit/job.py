@@ -190,6 +190,13 @@ def _with_cluster(frame: DataFrame, batch: Batch) -> DataFrame:
     return frame.withColumn("cluster", batch.cluster_column())
 
 
+def _write_with_spark(spark: SparkSession, frames: Mapping[str, DataFrame], batch: Batch, out: Warehouse) -> None:
+    """A large batch's tables, each written by a Spark job as ``<table>/snapshot_id=<id>/`` with its cluster: two
+    driver threads, so that one table's job runs while the other's files are committed and listed."""
+    in_driver_threads(spark, lambda item: write_keyed(_with_cluster(item[1], batch), out, out.table_dir(item[0]),
+                                                      batch.ids), list(frames.items()))
+
+
 def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, output: Warehouse | None = None,
                 target_version: str | None = None, for_gate: bool = True) -> dict[str, dict[str, Any]]:
     """Audit every snapshot of the batch in one plan; returns, per snapshot id, the figures of its
@@ -223,10 +230,9 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
             collected = collect_all_at_once(tables, {name: keyed(TABLES[name]) for name in tables})
             row_counts = write_collected(collected, out, {name: out.table_dir(name) for name in tables}, ids,
                                          clusters)
-        else:  # two driver threads: one table's job runs while the other's files are committed and listed
+        else:
             tables.materialize()  # the parse done once, before the jobs that read it at once
-            in_driver_threads(spark, lambda item: write_keyed(_with_cluster(item[1], batch), out,
-                                                              out.table_dir(item[0]), ids), list(tables.items()))
+            _write_with_spark(spark, tables, batch, out)
     with clock.phase("reread+count"):
         # The checks start from the tables as written, not from the whole normalizer lineage, which makes planning
         # and running them several times faster: a small batch's rows, which the driver collected to write them, as
@@ -274,8 +280,7 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
             if small:
                 write_all_at_once(audit, out, {name: out.table_dir(name) for name in audit}, ids, clusters)
             else:
-                in_driver_threads(spark, lambda item: write_keyed(_with_cluster(item[1], batch), out,
-                                                                  out.table_dir(item[0]), ids), list(audit.items()))
+                _write_with_spark(spark, audit, batch, out)
 
     with clock.phase("findings write"):
         finding_rows = finalized.findings_rows
