@@ -5,7 +5,8 @@
     counted.counts  # {"dataframes": 612, "analyses": 1480, "jobs": 9, "jvm_calls": 20512, "rule_seconds": 4.1}
 
 * **dataframes**: PySpark ``DataFrame`` objects created in this process (each wraps a new JVM Dataset, which
-  Catalyst analyses when it is created);
+  Catalyst analyses when it is created), each once: a frame made through ``pyspark.sql.DataFrame(jdf, session)``
+  (``createDataFrame`` from Arrow, ``spark.sql``) has its initializer run twice;
 * **analyses**: the runs of Catalyst's analyzer in the driver JVM (its ``LookupFunctions`` rule runs once per
   analysis), from ``RuleExecutor``'s metrics; ``rule_seconds`` is the time of every analyzer and optimizer rule;
 * **jobs**: the Spark jobs the session's status tracker saw start;
@@ -73,7 +74,8 @@ class SparkCounter:
         counter = self
 
         def counted_init(frame: Any, *args: Any, **kwargs: Any) -> None:
-            counter._dataframes += 1
+            if "_jdf" not in vars(frame):  # pyspark.sql.DataFrame(jdf, session) initializes its frame twice
+                counter._dataframes += 1
             frame_init(frame, *args, **kwargs)
 
         def counted_send(conn: Any, command: str, *args: Any, **kwargs: Any) -> Any:

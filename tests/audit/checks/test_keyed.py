@@ -141,8 +141,11 @@ def test_the_checks_of_a_table_without_a_row_are_not_planned_and_nothing_changes
         every_check = run_checks(tables, None, params_b, CHECKS)
     with SparkCounter(spark) as planned_fewer:
         skipping = run_checks(tables, None, params_b, CHECKS, empty=empty)
-    assert planned_fewer.counts["dataframes"] < planned_all.counts["dataframes"], (planned_fewer.counts,
-                                                                                   planned_all.counts)
+    # the evaluation is one frame either way (plans.Steps): what is not planned shows in the calls into the JVM
+    assert planned_fewer.counts["dataframes"] <= planned_all.counts["dataframes"], (planned_fewer.counts,
+                                                                                    planned_all.counts)
+    assert planned_fewer.counts["jvm_calls"] < planned_all.counts["jvm_calls"], (planned_fewer.counts,
+                                                                                  planned_all.counts)
     columns = keyed(CHECK_OUTPUT).names
     found = [sorted((tuple(row) for row in frame.select(*columns).collect()), key=repr)
              for frame in (every_check, skipping)]

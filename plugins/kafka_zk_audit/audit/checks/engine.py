@@ -18,11 +18,12 @@ A check declares what it reads and what it finds::
 
 ``evaluate`` groups the checks by frame. Per frame, one select holds every check as a conditional struct
 (``when(predicate, struct(check_id, subject, path, detail, explained))``) and ``inline`` of the non-null ones gives
-the findings, keyed by snapshot like every frame; the frames' findings are united at once (one n-ary union): a frame
-costs a handful of DataFrames (each a Catalyst analysis) whatever the number of its checks, and Spark scans it once
-for all of them. A frame the audit knows to have no row (``Sources.empty``: a normalized table without a row in any
-snapshot of the batch, as its row counts say) gives no finding: it is not planned at all, nor are the facts and
-views only its checks need.
+the findings, keyed by snapshot like every frame; the frames' findings are united at once (one n-ary union). The
+joins of the facts, their defaults, the selects and the union are steps of one plan (``plans.Steps``): the whole
+evaluation is one DataFrame, one Catalyst analysis, whatever the number of frames and checks, and Spark scans each
+frame once for all of its checks. A frame the audit knows to have no row (``Sources.empty``: a normalized table
+without a row in any snapshot of the batch, as its row counts say) gives no finding: it is not planned at all, nor
+are the facts and views only its checks need.
 
 A declared check is still a function of its inputs: called with its tables (by position in its catalogue
 spec's order, or by name) it evaluates itself alone and returns its CHECK_OUTPUT rows.
@@ -39,7 +40,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit import sql_text
-from kafka_zk_audit.audit.unions import union_at_once
+from kafka_zk_audit.audit.plans import Steps, united
 from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, KEY, keyed
 
 ColumnLike = Column | str | None
@@ -207,18 +208,20 @@ def check(on: str | View, *, facts: Sequence[Fact] = (), arguments: Sequence[str
     return declare
 
 
-def _with_facts(frame: DataFrame, facts: Sequence[Fact], sources: Sources) -> DataFrame:
+def _with_facts(frame: DataFrame, facts: Sequence[Fact], sources: Sources) -> Steps:
     """The frame with every fact's columns: one left join each, then the defaults where no row matched (one
-    ``withColumns``). Nothing here asks for a schema: under Spark Connect each ask is a round trip and an analysis
-    (that no fact brings a column its frame already has is a test's: tests/audit/checks/test_keyed.py)."""
+    ``withColumns``), as steps of one plan. Nothing here asks for a schema: under Spark Connect each ask is a round
+    trip and an analysis (that no fact brings a column its frame already has is a test's:
+    tests/audit/checks/test_keyed.py)."""
+    steps = Steps(frame)
     defaults: dict[str, str] = {}
     for item in facts:
-        frame = frame.join(sources.get(item.name), list(item.on), "left")
+        steps = steps.join_using(sources.get(item.name), item.on, "left")
         defaults.update(item.defaults)
     if not defaults:
-        return frame
+        return steps
     q = sql_text.identifier
-    return frame.withColumns({c: sql_text.expr(f"coalesce({q(c)}, {default})") for c, default in defaults.items()})
+    return steps.with_columns({c: sql_text.expr(f"coalesce({q(c)}, {default})") for c, default in defaults.items()})
 
 
 def _field(name: str, value: ColumnLike, data_type: Any) -> Column:
@@ -266,9 +269,9 @@ def evaluate(rules: Iterable[Rule], sources: Sources) -> DataFrame:
         if frame is None:
             continue
         facts = list({id(f): f for rule in group for f in rule.facts}.values())
-        frame = _with_facts(frame, facts, sources)
+        steps = _with_facts(frame, facts, sources)
         found = [_finding(rule.check_id, sources.call(rule.finds)) for rule in group]
-        outputs.append(frame.select(KEY, F.inline(F.array_compact(F.array(*found)))))
+        outputs.append(steps.select(KEY, F.inline(F.array_compact(F.array(*found)))))
     if not outputs:
         return empty(sources)
-    return outputs[0] if len(outputs) == 1 else union_at_once(outputs)
+    return united(outputs)

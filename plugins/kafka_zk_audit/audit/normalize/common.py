@@ -16,6 +16,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from kafka_zk_audit.audit.plans import Steps
 from kafka_zk_audit.contract.schemas import KEY
 
 ORIGIN = ("path", "mzxid", "ctime")
@@ -239,4 +240,5 @@ def document_reasons(json_spec: JsonSpec, versions: Sequence[int], version_requi
 
 def accepted(parsed: DataFrame, column: str) -> DataFrame:
     """The rows without a reason of the parses whose struct is ``column``: its fields, then key and origin."""
-    return parsed.filter(f"{column} IS NOT NULL AND {REASON} IS NULL").select(f"{column}.*", *origin())
+    steps = Steps(parsed).where(f"{column} IS NOT NULL AND {REASON} IS NULL")
+    return steps.select(f"{column}.*", *origin()).frame()

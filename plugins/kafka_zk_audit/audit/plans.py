@@ -1,0 +1,181 @@
+"""A few DataFrame steps as one plan, analyzed once.
+
+On a classic session every DataFrame step (``where``, ``select``, ``join``, ``withColumns``) builds a new Dataset, and
+Catalyst analyzes each when it is built: a chain of n steps costs n analyses, each over the whole plan so far. A
+``Steps`` chain composes the same steps as one Catalyst logical plan and ``frame()`` analyzes it once, as Spark
+Connect does with its plans::
+
+    findings = Steps(partitions).join_using(brokers, ["snapshot_id"]).with_columns({...}).select(...).frame()
+
+The steps are the operators the DataFrame methods build (``Filter``, ``Project``, a ``USING`` join, the star with
+columns of ``withColumns``), with the columns converted by the session, so the analyzed plan is the one the
+DataFrame methods give. ``united`` makes several chains one frame: one n-ary ``Union``, analyzed once.
+
+On a Spark Connect session (whose DataFrames are unanalyzed plans already), or a Spark whose internals these steps
+do not find, each step is the DataFrame method itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from py4j.java_gateway import JavaClass
+from py4j.protocol import Py4JError
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from kafka_zk_audit.audit import sql_text
+
+log = logging.getLogger(__name__)
+
+_LOGICAL = "org.apache.spark.sql.catalyst.plans.logical"
+_STAR_WITH_COLUMNS = "org.apache.spark.sql.catalyst.analysis.UnresolvedStarWithColumns"
+_DATASET = "org.apache.spark.sql.classic.Dataset"
+
+
+def _java_class(jvm: Any, name: str) -> Any:
+    found = jvm
+    for part in name.split("."):
+        found = getattr(found, part)
+    return found
+
+
+class _Catalyst:
+    """The JVM classes the steps build, of one classic session."""
+
+    def __init__(self, frame: DataFrame) -> None:
+        spark = frame.sparkSession
+        self.jvm = spark._jvm
+        self.session = spark._jsparkSession
+        self.parser = self.session.sessionState().sqlParser()
+        self.project = _java_class(self.jvm, f"{_LOGICAL}.Project")
+        self.filter = _java_class(self.jvm, f"{_LOGICAL}.Filter")
+        self.union = _java_class(self.jvm, f"{_LOGICAL}.Union")
+        self.star_with_columns = _java_class(self.jvm, _STAR_WITH_COLUMNS)
+        self.dataset = _java_class(self.jvm, _DATASET)
+        for found in (self.project, self.filter, self.union, self.star_with_columns, self.dataset):
+            if not isinstance(found, JavaClass):
+                raise AttributeError(f"no class {found!r} in this Spark")
+        self.frame_type = type(frame)
+        self.spark = spark
+        self._joins: dict[tuple[str, tuple[str, ...]], Any] = {}
+
+    def seq(self, items: Sequence[Any]) -> Any:
+        values = self.jvm.java.util.ArrayList()
+        for item in items:
+            values.add(item)
+        return self.jvm.PythonUtils.toSeq(values)
+
+    def expression(self, column: Column) -> Any:
+        return self.session.expression(column._jc)
+
+    def named(self, column: Column) -> Any:
+        return self.session.toRichColumn(column._jc).named()
+
+    def join_template(self, how: str, on: tuple[str, ...]) -> Any:
+        """A ``USING`` join of two placeholder relations, parsed once per join type and columns."""
+        key = (how, on)
+        if key not in self._joins:
+            using = ", ".join(sql_text.identifier(name) for name in on)
+            join = self.parser.parsePlan(f"SELECT * FROM _left {_JOINS[how]} JOIN _right USING ({using})").child()
+            if join.getClass().getSimpleName() != "Join":
+                raise TypeError(f"a join parsed as {join.getClass().getSimpleName()}")
+            self._joins[key] = join
+        return self._joins[key]
+
+
+_JOINS = {"left": "LEFT OUTER", "inner": "INNER", "right": "RIGHT OUTER", "full": "FULL OUTER",
+          "left_semi": "LEFT SEMI", "left_anti": "LEFT ANTI"}
+_SESSIONS: weakref.WeakKeyDictionary[Any, _Catalyst | None] = weakref.WeakKeyDictionary()
+
+
+def _catalyst(frame: DataFrame) -> _Catalyst | None:
+    """The classic session's builder of ``frame``, or None (Spark Connect, or internals not found)."""
+    if not hasattr(frame, "_jdf"):
+        return None
+    spark = frame.sparkSession
+    if spark not in _SESSIONS:
+        try:
+            _SESSIONS[spark] = _Catalyst(frame)
+        except (Py4JError, AttributeError, TypeError) as error:
+            log.debug("steps as one plan are not available (%s): DataFrame methods instead", error)
+            _SESSIONS[spark] = None
+    return _SESSIONS[spark]
+
+
+def _column(value: Column | str) -> Column:
+    return F.col(value) if isinstance(value, str) else value
+
+
+class Steps:
+    """DataFrame steps from ``frame``, composed as one plan on a classic session (see the module)."""
+
+    def __init__(self, frame: DataFrame) -> None:
+        self._catalyst = _catalyst(frame)
+        self._frame: DataFrame | None = None if self._catalyst is not None else frame
+        self._plan: Any = frame._jdf.logicalPlan() if self._catalyst is not None else None
+
+    def _next(self, plan: Any = None, frame: DataFrame | None = None) -> Steps:
+        following = object.__new__(Steps)
+        following._catalyst, following._plan, following._frame = self._catalyst, plan, frame
+        return following
+
+    def where(self, condition: Column | str) -> Steps:
+        """Rows where ``condition`` (a column, or SQL text) holds."""
+        condition = sql_text.expr(condition) if isinstance(condition, str) else condition
+        if self._catalyst is None:
+            return self._next(frame=self._frame.where(condition))
+        return self._next(self._catalyst.filter(self._catalyst.expression(condition), self._plan))
+
+    def select(self, *columns: Column | str) -> Steps:
+        """These columns (a name is a column reference, ``"s.*"`` a struct's fields)."""
+        if self._catalyst is None:
+            return self._next(frame=self._frame.select(*columns))
+        named = [self._catalyst.named(_column(column)) for column in columns]
+        return self._next(self._catalyst.project(self._catalyst.seq(named), self._plan))
+
+    def with_columns(self, columns: Mapping[str, Column]) -> Steps:
+        """Every column, with these ones replaced or added (``withColumns``)."""
+        if self._catalyst is None:
+            return self._next(frame=self._frame.withColumns(dict(columns)))
+        catalyst = self._catalyst
+        star = catalyst.star_with_columns(catalyst.seq(list(columns)),
+                                          catalyst.seq([catalyst.expression(c) for c in columns.values()]),
+                                          catalyst.jvm.scala.Option.empty())
+        return self._next(catalyst.project(catalyst.seq([star]), self._plan))
+
+    def join_using(self, other: DataFrame | Steps, on: Sequence[str], how: str = "left") -> Steps:
+        """A join with ``other`` on equal ``on`` columns (``join(other, on, how)``: the columns once)."""
+        if how not in _JOINS:
+            raise ValueError(f"join_using: no join {how!r} (one of {', '.join(_JOINS)})")
+        if self._catalyst is None:
+            right = other.frame() if isinstance(other, Steps) else other
+            return self._next(frame=self._frame.join(right, list(on), how))
+        right_plan = other._plan if isinstance(other, Steps) else other._jdf.logicalPlan()
+        template = self._catalyst.join_template(how, tuple(on))
+        return self._next(template.withNewChildren(self._catalyst.seq([self._plan, right_plan])))
+
+    def frame(self) -> DataFrame:
+        """The steps as a DataFrame: one analysis."""
+        if self._catalyst is None:
+            return self._frame
+        catalyst = self._catalyst
+        return catalyst.frame_type(catalyst.dataset.ofRows(catalyst.session, self._plan), catalyst.spark)
+
+
+def united(chains: Sequence[Steps]) -> DataFrame:
+    """The rows of every chain as one frame, united by position (one ``Union``, analyzed once; on Spark Connect,
+    ``unions.union_at_once`` of their frames). Raises ValueError without a chain."""
+    from kafka_zk_audit.audit.unions import union_at_once
+
+    if not chains:
+        raise ValueError("united needs at least one chain of steps")
+    catalyst = chains[0]._catalyst
+    if len(chains) == 1 or catalyst is None or any(chain._catalyst is not catalyst for chain in chains):
+        frames = [chain.frame() for chain in chains]
+        return frames[0] if len(frames) == 1 else union_at_once(frames)
+    union = catalyst.union(catalyst.seq([chain._plan for chain in chains]), False, False)
+    return catalyst.frame_type(catalyst.dataset.ofRows(catalyst.session, union), catalyst.spark)
