@@ -227,3 +227,29 @@ def test_driver_threads_run_in_order_with_the_callers_job_group(spark):
         context.setLocalProperty("spark.job.description", None)
     assert counted == [(n, "driver-threads") for n in range(1, 7)]
     assert len(context.statusTracker().getJobIdsForGroup("driver-threads")) >= 6
+
+
+def test_an_app_that_ends_with_its_job_leaves_its_jvm_objects_to_the_exit(spark):
+    """keep_jvm_objects_to_exit: a proxy made afterwards registers no finalizer, so collecting it sends the JVM no
+    delete command; the proxies still work. (Put back for the session the other tests share.)"""
+    from py4j.finalizer import ThreadSafeFinalizer
+
+    from kafka_zk_audit.audit.jvm_handles import keep_jvm_objects_to_exit
+
+    prop = spark.sparkContext._gateway._gateway_client.gateway_property
+
+    def finalizers_of_new_proxies() -> tuple[int, list]:
+        proxies = [spark._jvm.java.util.ArrayList() for _ in range(5)]
+        registered = list(ThreadSafeFinalizer.finalizers)
+        return sum(any(key.endswith(proxy._target_id) for key in registered) for proxy in proxies), proxies
+
+    assert prop.enable_memory_management
+    assert finalizers_of_new_proxies()[0] == 5  # py4j's default: each proxy tells the JVM when it is collected
+    try:
+        keep_jvm_objects_to_exit(spark)
+        registered, proxies = finalizers_of_new_proxies()
+        assert registered == 0
+        proxies[0].add("kept")
+        assert proxies[0].size() == 1
+    finally:
+        prop.enable_memory_management = True

@@ -416,10 +416,12 @@ def main(argv: list[str] | None = None, *, stop_session: bool = True) -> int:
 
     ``stop_session=False``: the process ends right after (``spark_apps``' entries end it with
     ``contract.process.end_process``), so the session is left to the driver JVM, whose shutdown hook stops the
-    SparkContext; PySpark's own stop waits up to a second for its accumulator server (0.89 s measured).
+    SparkContext; PySpark's own stop waits up to a second for its accumulator server (0.89 s measured). The JVM
+    objects the app's Python proxies reach are then released at the exit too (``keep_jvm_objects_to_exit``).
     """
     import argparse
 
+    from kafka_zk_audit.audit.jvm_handles import keep_jvm_objects_to_exit
     from kafka_zk_audit.audit.session import get_spark
 
     parser = argparse.ArgumentParser(description="kafka-zk-audit: audit snapshots of the warehouse")
@@ -449,6 +451,8 @@ def main(argv: list[str] | None = None, *, stop_session: bool = True) -> int:
     if ready:
         main_started = time.time()
         spark = get_spark(f"kafka-zk-audit {','.join(ready)}"[:200])
+        if not stop_session:
+            keep_jvm_objects_to_exit(spark)
         log.info("profile %s", json.dumps({"main_started": main_started,
                                            "session_seconds": round(time.time() - main_started, 3)}))
         try:
