@@ -75,6 +75,10 @@ class _Catalyst:
     def named(self, column: Column) -> Any:
         return self.session.toRichColumn(column._jc).named()
 
+    def projection(self, columns: str, plan: Any) -> Any:
+        """``Project`` of ``columns`` (a select list as SQL text) over ``plan``: one parse, whatever their number."""
+        return self.project(self.parser.parsePlan(f"SELECT {columns} FROM _steps").projectList(), plan)
+
     def join_template(self, how: str, on: tuple[str, ...]) -> Any:
         """A ``USING`` join of two placeholder relations, parsed once per join type and columns."""
         key = (how, on)
@@ -110,6 +114,15 @@ def _column(value: Column | str) -> Column:
     return F.col(value) if isinstance(value, str) else value
 
 
+def _reference(name: str) -> str:
+    """A column name as ``select`` reads it, as SQL text: ``a.b`` a struct's field, ``s.*`` its fields."""
+    if name == "*":
+        return name
+    if name.endswith(".*"):
+        return sql_text.column_ref(name[:-2]) + ".*"
+    return sql_text.column_ref(name)
+
+
 class Steps:
     """DataFrame steps from ``frame``, composed as one plan on a classic session (see the module)."""
 
@@ -124,16 +137,21 @@ class Steps:
         return following
 
     def where(self, condition: Column | str) -> Steps:
-        """Rows where ``condition`` (a column, or SQL text) holds."""
-        condition = sql_text.expr(condition) if isinstance(condition, str) else condition
+        """Rows where ``condition`` (a column, or SQL text: parsed with the step, one call) holds."""
         if self._catalyst is None:
             return self._next(frame=self._frame.where(condition))
+        if isinstance(condition, str):
+            return self._next(self._catalyst.filter(self._catalyst.parser.parseExpression(condition), self._plan))
         return self._next(self._catalyst.filter(self._catalyst.expression(condition), self._plan))
 
     def select(self, *columns: Column | str) -> Steps:
-        """These columns (a name is a column reference, ``"s.*"`` a struct's fields)."""
+        """These columns (a name is a column reference, ``"s.*"`` a struct's fields; names only: one parsed
+        projection, a call or two whatever their number)."""
         if self._catalyst is None:
             return self._next(frame=self._frame.select(*columns))
+        if all(isinstance(column, str) for column in columns):
+            listed = ", ".join(_reference(column) for column in columns)
+            return self._next(self._catalyst.projection(listed, self._plan))
         named = [self._catalyst.named(_column(column)) for column in columns]
         return self._next(self._catalyst.project(self._catalyst.seq(named), self._plan))
 
