@@ -155,6 +155,17 @@ class Steps:
         named = [self._catalyst.named(_column(column)) for column in columns]
         return self._next(self._catalyst.project(self._catalyst.seq(named), self._plan))
 
+    def select_expr(self, *expressions: str) -> Steps:
+        """A select list of SQL expressions (``selectExpr``): one parsed projection."""
+        if self._catalyst is None:
+            return self._next(frame=self._frame.selectExpr(*expressions))
+        return self._next(self._catalyst.projection(", ".join(expressions), self._plan))
+
+    @property
+    def planned(self) -> bool:
+        """Whether the steps are one plan (a classic session), not DataFrame methods."""
+        return self._catalyst is not None
+
     def with_columns(self, columns: Mapping[str, Column]) -> Steps:
         """Every column, with these ones replaced or added (``withColumns``)."""
         if self._catalyst is None:
@@ -185,8 +196,9 @@ class Steps:
 
 
 def united(chains: Sequence[Steps]) -> DataFrame:
-    """The rows of every chain as one frame, united by position (one ``Union``, analyzed once; on Spark Connect,
-    ``unions.union_at_once`` of their frames). Raises ValueError without a chain."""
+    """The rows of every chain as one frame, united by position (one n-ary ``Union``, the operator Catalyst's
+    ``CombineUnions`` makes of a tree, analyzed once; on Spark Connect, ``unions.union_at_once`` of their frames: one
+    ``UNION ALL`` statement). Raises ValueError without a chain."""
     from kafka_zk_audit.audit.unions import union_at_once
 
     if not chains:

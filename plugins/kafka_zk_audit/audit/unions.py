@@ -8,20 +8,16 @@ pairs, and so on, analyzes each frame about log2(n) times. The optimizer flatten
 
 Every union is still a DataFrame of its own, analyzed when it is built. ``union_at_once`` unites any number of frames
 in ONE DataFrame, each frame as it is or through a select list (SQL text): on a classic session one n-ary ``Union``
-of their plans (the operator ``CombineUnions`` makes of a tree), each select list parsed into a projection of its
-frame's plan, all analyzed once; on a Spark Connect session, or a Spark without that internal route, one
-``spark.sql`` ``UNION ALL`` statement over them (whose temporary views cost an analysis each).
+of their plans, each select list parsed into a projection of its frame's plan, all analyzed once (``plans.united``);
+on a Spark Connect session, or a Spark without that internal route, one ``spark.sql`` ``UNION ALL`` statement over
+them (whose temporary views cost an analysis each).
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 
-from py4j.protocol import Py4JError
 from pyspark.sql import DataFrame
-
-log = logging.getLogger(__name__)
 
 
 def union_all(frames: Sequence[DataFrame], *, by_name: bool = True, allow_missing_columns: bool = False) -> DataFrame:
@@ -56,6 +52,8 @@ def sql_over(sql: str, frames: Mapping[str, DataFrame]) -> DataFrame:
 def union_at_once(frames: Sequence[DataFrame], selects: Sequence[Sequence[str]] | None = None) -> DataFrame:
     """The frames' rows as ONE DataFrame, united by position, each frame through its select list of ``selects``
     (expressions as SQL text; default: the frame as it is). Raises ValueError without a frame."""
+    from kafka_zk_audit.audit.plans import Steps, united
+
     if not frames:
         raise ValueError("union_at_once needs at least one frame")
     lists = list(selects) if selects is not None else [None] * len(frames)
@@ -63,36 +61,13 @@ def union_at_once(frames: Sequence[DataFrame], selects: Sequence[Sequence[str]] 
         raise ValueError(f"union_at_once: {len(frames)} frames but {len(lists)} select lists")
     if len(frames) == 1:
         return frames[0] if lists[0] is None else frames[0].selectExpr(*lists[0])
-    if all(hasattr(frame, "_jdf") for frame in frames):  # a classic session
-        try:
-            return _plans_united(frames, selects)
-        except (Py4JError, AttributeError, TypeError) as error:  # Spark's internals moved: the SQL statement
-            log.debug("one Union of the plans is not available (%s): one UNION ALL statement instead", error)
+    chains = [Steps(frame) for frame in frames]
+    if all(chain.planned for chain in chains):  # a classic session: one Union of the plans
+        return united([chain if columns is None else chain.select_expr(*columns)
+                       for chain, columns in zip(chains, lists, strict=True)])
     branches = [f"SELECT {braces_escaped(', '.join(columns or ['*']))} FROM {{_{index}}}"
                 for index, columns in enumerate(lists)]
     return sql_over("\nUNION ALL\n".join(branches), {f"_{index}": frame for index, frame in enumerate(frames)})
-
-
-def _plans_united(parts: Sequence[DataFrame], selects: Sequence[Sequence[str] | None] | None = None) -> DataFrame:
-    """One n-ary Catalyst ``Union`` of the frames' logical plans as a DataFrame, analyzed once (Spark 4's classic
-    ``Dataset``; not a public API, so ``union_at_once`` falls back to SQL text when it is not there). A frame with a
-    select list of ``selects`` goes in as that list's projection of its plan, parsed by the session's SQL parser and
-    analyzed with the union: no frame of its own."""
-    spark = parts[0].sparkSession
-    jvm = spark._jvm
-    parser = spark._jsparkSession.sessionState().sqlParser() if selects else None
-    plans = jvm.java.util.ArrayList()
-    for index, part in enumerate(parts):
-        plan = part._jdf.logicalPlan()
-        columns = selects[index] if selects else None
-        if columns is not None:
-            projection = parser.parsePlan(f"SELECT {', '.join(columns)} FROM _frame")
-            if projection.getClass().getSimpleName() != "Project":
-                raise TypeError(f"a select list parsed as {projection.getClass().getSimpleName()}, not a Project")
-            plan = projection.withNewChildren(jvm.PythonUtils.toSeq(jvm.java.util.Collections.singletonList(plan)))
-        plans.add(plan)
-    union = jvm.org.apache.spark.sql.catalyst.plans.logical.Union(jvm.PythonUtils.toSeq(plans), False, False)
-    return type(parts[0])(jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, union), spark)
 
 
 def only_columns(frame: DataFrame, columns: Sequence[str]) -> DataFrame:
