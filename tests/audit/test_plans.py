@@ -64,6 +64,8 @@ def test_chains_united_are_one_frame_of_every_row(spark, mode) -> None:
     assert found.columns == ["name", "twice"]
     assert rows(found) == sorted(((f"r{i}-{j}", 2 * i) for i in range(4) for j in range(i + 1)), key=repr)
     assert rows(united(chains[2:3])) == [("r2-0", 4), ("r2-1", 4), ("r2-2", 4)]
+    counted = [Steps(frame).select_expr("count(*) AS rows", "max(n) AS n") for frame in frames]  # aggregates
+    assert rows(united(counted)) == [(1, 0), (2, 1), (3, 2), (4, 3)]
     with pytest.raises(ValueError):
         united([])
 

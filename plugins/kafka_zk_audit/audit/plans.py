@@ -76,8 +76,13 @@ class _Catalyst:
         return self.session.toRichColumn(column._jc).named()
 
     def projection(self, columns: str, plan: Any) -> Any:
-        """``Project`` of ``columns`` (a select list as SQL text) over ``plan``: one parse, whatever their number."""
-        return self.project(self.parser.parsePlan(f"SELECT {columns} FROM _steps").projectList(), plan)
+        """``Project`` of ``columns`` (a select list as SQL text) over ``plan``: one parse, whatever their number. A
+        list with an aggregate function parses as an ``Aggregate``, which takes ``plan`` as its child."""
+        parsed = self.parser.parsePlan(f"SELECT {columns} FROM _steps")
+        try:
+            return self.project(parsed.projectList(), plan)
+        except Py4JError:
+            return parsed.withNewChildren(self.seq([plan]))
 
     def join_template(self, how: str, on: tuple[str, ...]) -> Any:
         """A ``USING`` join of two placeholder relations, parsed once per join type and columns."""
@@ -146,7 +151,7 @@ class Steps:
 
     def select(self, *columns: Column | str) -> Steps:
         """These columns (a name is a column reference, ``"s.*"`` a struct's fields; names only: one parsed
-        projection, a call or two whatever their number)."""
+        projection, three calls into the JVM whatever their number)."""
         if self._catalyst is None:
             return self._next(frame=self._frame.select(*columns))
         if all(isinstance(column, str) for column in columns):
