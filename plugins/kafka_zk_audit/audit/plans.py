@@ -201,16 +201,18 @@ class Steps:
 
 
 def united(chains: Sequence[Steps]) -> DataFrame:
-    """The rows of every chain as one frame, united by position (one n-ary ``Union``, the operator Catalyst's
-    ``CombineUnions`` makes of a tree, analyzed once; on Spark Connect, ``unions.union_at_once`` of their frames: one
-    ``UNION ALL`` statement). Raises ValueError without a chain."""
-    from kafka_zk_audit.audit.unions import union_at_once
-
+    """The rows of every chain as one frame, united by position: one n-ary ``Union`` (the operator Catalyst's
+    ``CombineUnions`` makes of a tree), analyzed once. Without one plan (Spark Connect, whose unions are built by the
+    client and analysed with the plan that runs them), ``DataFrame.union`` of their frames. Raises ValueError without a
+    chain."""
     if not chains:
         raise ValueError("united needs at least one chain of steps")
     catalyst = chains[0]._catalyst
     if len(chains) == 1 or catalyst is None or any(chain._catalyst is not catalyst for chain in chains):
         frames = [chain.frame() for chain in chains]
-        return frames[0] if len(frames) == 1 else union_at_once(frames)
+        every_row = frames[0]
+        for frame in frames[1:]:
+            every_row = every_row.union(frame)
+        return every_row
     union = catalyst.union(catalyst.seq([chain._plan for chain in chains]), False, False)
     return catalyst.frame_type(catalyst.dataset.ofRows(catalyst.session, union), catalyst.spark)

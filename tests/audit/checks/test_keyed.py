@@ -5,6 +5,7 @@ migration, brokers and topics, admin operations and znode checks)."""
 from __future__ import annotations
 
 import copy
+import re
 from functools import reduce
 from typing import Any
 
@@ -141,11 +142,16 @@ def test_the_checks_of_a_table_without_a_row_are_not_planned_and_nothing_changes
         every_check = run_checks(tables, None, params_b, CHECKS)
     with SparkCounter(spark) as planned_fewer:
         skipping = run_checks(tables, None, params_b, CHECKS, empty=empty)
-    # the evaluation is one frame either way (plans.Steps): what is not planned shows in the calls into the JVM
+    # the evaluation is one frame either way (plans.Steps): the checks of the empty tables are not in its plan
     assert planned_fewer.counts["dataframes"] <= planned_all.counts["dataframes"], (planned_fewer.counts,
                                                                                     planned_all.counts)
-    assert planned_fewer.counts["jvm_calls"] < planned_all.counts["jvm_calls"], (planned_fewer.counts,
-                                                                                  planned_all.counts)
+    on_empty = [check_id for check_id in CHECKS if CHECK_FUNCTIONS[check_id].on in empty]
+    assert "controller_not_alive" in on_empty and "under_replicated" not in on_empty, on_empty
+    plans = [frame._jdf.queryExecution().logical().toString() for frame in (every_check, skipping)]
+    planned = [{check_id for check_id in CHECKS if re.search(rf"\b{re.escape(check_id)} AS check_id#", plan)}
+               for plan in plans]
+    assert set(on_empty) <= planned[0] and "under_replicated" in planned[0], planned[0]
+    assert planned[1] == planned[0] - set(on_empty), planned[1]
     columns = keyed(CHECK_OUTPUT).names
     found = [sorted((tuple(row) for row in frame.select(*columns).collect()), key=repr)
              for frame in (every_check, skipping)]
