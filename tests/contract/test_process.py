@@ -45,9 +45,11 @@ def test_the_process_ends_after_its_threads_and_atexit_functions_without_teardow
 
 
 def test_a_process_that_exited_is_gone_though_its_parent_has_not_reaped_it() -> None:
-    # `sleep 0` exits at once, but its parent (the shell, then `sleep 30` in its place) never collects its status:
-    # it stays a zombie, not this process's child, as a server started by a command that has ended may
-    parent = subprocess.Popen(["bash", "-c", "sleep 0 & echo $!; exec sleep 30"], stdout=subprocess.PIPE, text=True)
+    # the forked child exits at once, but its parent never collects its status: it stays a zombie, not this process's
+    # child, as a server started by a command that has ended may (a shell as the parent may reap it before it execs)
+    never_reaps = ("import os, time\npid = os.fork()\nif pid == 0:\n    os._exit(0)\n"
+                   "print(pid, flush=True)\ntime.sleep(30)")
+    parent = subprocess.Popen([sys.executable, "-c", never_reaps], stdout=subprocess.PIPE, text=True)
     try:
         child = int(parent.stdout.readline())
         assert wait_gone(child, 10.0)
