@@ -1,12 +1,13 @@
-"""``union_all``: the frames' rows as one frame, united as a balanced tree; ``union_at_once``: in one DataFrame
-(audit/unions.py)."""
+"""``union_all``: the frames' rows as one frame, united as a balanced tree; ``plans.union_at_once``: in one DataFrame
+(audit/unions.py, audit/plans.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from kafka_zk_audit.audit import plans
-from kafka_zk_audit.audit.unions import only_columns, union_all, union_at_once
+from kafka_zk_audit.audit.plans import union_at_once
+from kafka_zk_audit.audit.unions import only_columns, union_all
 from kafka_zk_audit_testing.spark_counts import SparkCounter
 
 pytestmark = pytest.mark.spark

@@ -19,8 +19,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructField, StructType
 
 from kafka_zk_audit.audit import sql_text
+from kafka_zk_audit.audit.plans import union_at_once
 from kafka_zk_audit.audit.session import PLANNING_THREADS, default_parallelism, in_driver_threads
-from kafka_zk_audit.audit.unions import union_at_once
 from kafka_zk_audit.contract.schemas import KEY, keyed
 from kafka_zk_audit.contract.warehouse import Warehouse
 

@@ -9,7 +9,8 @@ Connect does with its plans::
 
 The steps are the operators the DataFrame methods build (``Filter``, ``Project``, a ``USING`` join, the star with
 columns of ``withColumns``), with the columns converted by the session, so the analyzed plan is the one the
-DataFrame methods give. ``united`` makes several chains one frame: one n-ary ``Union``, analyzed once.
+DataFrame methods give. ``united`` makes several chains one frame: one n-ary ``Union``, analyzed once; and
+``union_at_once`` several frames, each through a select list.
 
 On a Spark Connect session (whose DataFrames are unanalyzed plans already), or a Spark whose internals these steps
 do not find, each step is the DataFrame method itself.
@@ -28,6 +29,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit import sql_text
+from kafka_zk_audit.audit.unions import braces_escaped, sql_over, union_all
 
 log = logging.getLogger(__name__)
 
@@ -203,16 +205,34 @@ class Steps:
 def united(chains: Sequence[Steps]) -> DataFrame:
     """The rows of every chain as one frame, united by position: one n-ary ``Union`` (the operator Catalyst's
     ``CombineUnions`` makes of a tree), analyzed once. Without one plan (Spark Connect, whose unions are built by the
-    client and analysed with the plan that runs them), ``DataFrame.union`` of their frames. Raises ValueError without a
+    client and analysed with the plan that runs them), ``unions.union_all`` of their frames. Raises ValueError without a
     chain."""
     if not chains:
         raise ValueError("united needs at least one chain of steps")
     catalyst = chains[0]._catalyst
     if len(chains) == 1 or catalyst is None or any(chain._catalyst is not catalyst for chain in chains):
-        frames = [chain.frame() for chain in chains]
-        every_row = frames[0]
-        for frame in frames[1:]:
-            every_row = every_row.union(frame)
-        return every_row
+        return union_all([chain.frame() for chain in chains], by_name=False)
     union = catalyst.union(catalyst.seq([chain._plan for chain in chains]), False, False)
     return catalyst.frame_type(catalyst.dataset.ofRows(catalyst.session, union), catalyst.spark)
+
+
+def union_at_once(frames: Sequence[DataFrame], selects: Sequence[Sequence[str]] | None = None) -> DataFrame:
+    """The frames' rows as ONE DataFrame, united by position, each frame through its select list of ``selects``
+    (expressions as SQL text; default: the frame as it is): on a classic session one ``Union`` of their plans, each
+    select list parsed into a projection, all analyzed once (``united``); on a Spark Connect session, or a Spark
+    without that internal route, one ``spark.sql`` ``UNION ALL`` statement over them (whose temporary views cost an
+    analysis each). Raises ValueError without a frame."""
+    if not frames:
+        raise ValueError("union_at_once needs at least one frame")
+    lists = list(selects) if selects is not None else [None] * len(frames)
+    if len(lists) != len(frames):
+        raise ValueError(f"union_at_once: {len(frames)} frames but {len(lists)} select lists")
+    if len(frames) == 1:
+        return frames[0] if lists[0] is None else frames[0].selectExpr(*lists[0])
+    chains = [Steps(frame) for frame in frames]
+    if all(chain.planned for chain in chains):  # a classic session: one Union of the plans
+        return united([chain if columns is None else chain.select_expr(*columns)
+                       for chain, columns in zip(chains, lists, strict=True)])
+    branches = [f"SELECT {braces_escaped(', '.join(columns or ['*']))} FROM {{_{index}}}"
+                for index, columns in enumerate(lists)]
+    return sql_over("\nUNION ALL\n".join(branches), {f"_{index}": frame for index, frame in enumerate(frames)})

@@ -6,11 +6,8 @@ united: the checks' 60-odd outputs, the normalized tables collected in one job. 
 pairs, and so on, analyzes each frame about log2(n) times. The optimizer flattens the nested unions into one
 (``CombineUnions``): the executed plan is the same as the chain's.
 
-Every union is still a DataFrame of its own, analyzed when it is built. ``union_at_once`` unites any number of frames
-in ONE DataFrame, each frame as it is or through a select list (SQL text): on a classic session one n-ary ``Union``
-of their plans, each select list parsed into a projection of its frame's plan, all analyzed once (``plans.united``);
-on a Spark Connect session, or a Spark without that internal route, one ``spark.sql`` ``UNION ALL`` statement over
-them (whose temporary views cost an analysis each).
+Every union is still a DataFrame of its own, analyzed when it is built; ``plans.union_at_once`` unites any number of
+frames in ONE DataFrame.
 """
 
 from __future__ import annotations
@@ -47,27 +44,6 @@ def sql_over(sql: str, frames: Mapping[str, DataFrame]) -> DataFrame:
     temporary view for the statement; other braces of the text doubled, ``braces_escaped``). One DataFrame."""
     spark = next(iter(frames.values())).sparkSession
     return spark.sql(sql, **frames)
-
-
-def union_at_once(frames: Sequence[DataFrame], selects: Sequence[Sequence[str]] | None = None) -> DataFrame:
-    """The frames' rows as ONE DataFrame, united by position, each frame through its select list of ``selects``
-    (expressions as SQL text; default: the frame as it is). Raises ValueError without a frame."""
-    from kafka_zk_audit.audit.plans import Steps, united
-
-    if not frames:
-        raise ValueError("union_at_once needs at least one frame")
-    lists = list(selects) if selects is not None else [None] * len(frames)
-    if len(lists) != len(frames):
-        raise ValueError(f"union_at_once: {len(frames)} frames but {len(lists)} select lists")
-    if len(frames) == 1:
-        return frames[0] if lists[0] is None else frames[0].selectExpr(*lists[0])
-    chains = [Steps(frame) for frame in frames]
-    if all(chain.planned for chain in chains):  # a classic session: one Union of the plans
-        return united([chain if columns is None else chain.select_expr(*columns)
-                       for chain, columns in zip(chains, lists, strict=True)])
-    branches = [f"SELECT {braces_escaped(', '.join(columns or ['*']))} FROM {{_{index}}}"
-                for index, columns in enumerate(lists)]
-    return sql_over("\nUNION ALL\n".join(branches), {f"_{index}": frame for index, frame in enumerate(frames)})
 
 
 def only_columns(frame: DataFrame, columns: Sequence[str]) -> DataFrame:
