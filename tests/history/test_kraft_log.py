@@ -8,10 +8,16 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from kafka_zk_audit.contract.warehouse import Warehouse
 from kafka_zk_audit.history.kraft_log import replay_log_history, write_kraft_history
 from kafka_zk_audit.snapshot.kraft.batches import iter_batches
 from kafka_zk_audit_testing.kraft_logs import BATCH_GAP_MS, LEADER_CHANGE, T0, KraftCluster
+from tests.snapshot.kraft.real_kraft import EXPECTED, needs_real_kraft
+
+# the real metadata dirs whose log holds nothing yet, by the independent reader's counts (no checkpoint beside them)
+EMPTY_LOGS = [row.file.parent for row in EXPECTED if row.records == 0 and row.file.suffix == ".log"]
 
 
 def _offset_of_next(cluster: KraftCluster) -> int:
@@ -76,3 +82,19 @@ def _rewrite_epochs(segments, from_offset: int, epoch: int) -> None:
             if batch.base_offset >= from_offset:
                 data[batch.position + 12:batch.position + 16] = epoch.to_bytes(4, "big")
         path.write_bytes(bytes(data))
+
+
+@needs_real_kraft
+@pytest.mark.parametrize("partition", EMPTY_LOGS, ids=lambda path: path.parent.name)
+def test_a_real_log_that_holds_no_record_yet_has_an_empty_history(partition, tmp_path):
+    assert [f.stat().st_size for f in partition.glob("*.log")] == [0] and not list(partition.glob("*.checkpoint"))
+    tracker, span = replay_log_history(partition.parent)
+    assert tracker.intervals() == [] and span["records"] == 0 and span["last_zxid"] is None, span
+
+    summary = write_kraft_history(Warehouse(str(tmp_path / "wh")), str(partition.parent),
+                                  history_id="20261129T000000Z-empty", cluster="empty")
+    assert (summary["txns"], summary["checks"], summary["log_errors"]) == (0, {}, []), summary
+    assert (tmp_path / "wh" / "history" / "20261129T000000Z-empty" / "timeline.html").is_file()
+    # a later history of the same empty log has nothing new to write
+    assert write_kraft_history(Warehouse(str(tmp_path / "wh")), str(partition.parent),
+                               history_id="20261129T010000Z-empty", cluster="empty", from_offset=0) is None

@@ -232,6 +232,12 @@ def plan_replay(path: str | Path | MetadataDir, *, at_offset: int | None = None,
                 at_time: datetime | None = None) -> ReplayPlan:
     """The plan that rebuilds the image after offset ``at_offset`` / at time ``at_time`` (both: the earlier),
     or at the end of the log. Raises MetadataDirError when the files cannot."""
+    return _plan(path, at_offset=at_offset, at_time=at_time, check_reach=True)
+
+
+def _plan(path: str | Path | MetadataDir, *, at_offset: int | None, at_time: datetime | None,
+          check_reach: bool) -> ReplayPlan:
+    """``plan_replay``; with ``check_reach=False`` a target the log does not reach is not an error (a history)."""
     directory = path if isinstance(path, MetadataDir) else open_metadata_dir(path)
     warnings: list[str] = []
     if at_offset is not None and at_offset < 0:
@@ -261,16 +267,17 @@ def plan_replay(path: str | Path | MetadataDir, *, at_offset: int | None = None,
         raise MetadataDirError(f"{directory.partition}: checkpoint {checkpoint.path.name} ends at offset {start} but "
                                f"the log starts at {log_start}: offsets {start}–{log_start - 1} are missing")
     segments = _segments_between(directory.segments, start, target) if needs_log else ()
-    if target is not None and needs_log:
+    if target is not None and needs_log and check_reach:
         _check_log_reaches(segments, target, directory)
     return ReplayPlan(directory, checkpoint, header, segments, start, target, at_time, warnings)
 
 
 def plan_history(path: str | Path | MetadataDir) -> ReplayPlan:
     """The plan that replays everything the retained files hold: from the oldest state they can rebuild (offset 0,
-    or the oldest usable checkpoint when the log's start was deleted) to the end of the log, for a history."""
+    or the oldest usable checkpoint when the log's start was deleted) to the end of the log, for a history. A log
+    that holds no record yet (a controller that wrote none) plans an empty replay."""
     directory = path if isinstance(path, MetadataDir) else open_metadata_dir(path)
-    plan = plan_replay(directory, at_offset=_oldest_state(directory))
+    plan = _plan(directory, at_offset=_oldest_state(directory), at_time=None, check_reach=False)
     plan.target_offset = None
     plan.segments = _segments_between(directory.segments, plan.start_offset, None)
     return plan
