@@ -7,9 +7,12 @@ Ships in the package as ``kafka_zk_audit.spark_apps``; the DAG finds it with imp
 
 import sys
 
-from kafka_zk_audit.audit.job import main
+from kafka_zk_audit.audit.launch import installed_pyspark_first
 from kafka_zk_audit.contract.process import end_process
 
 if __name__ == "__main__":
+    installed_pyspark_first()  # before PySpark's first import: see kafka_zk_audit.audit.launch
+    from kafka_zk_audit.audit.job import main
+
     # the process ends once the app's work is done: its session and interpreter are not torn down one by one
     end_process(main(sys.argv[1:], stop_session=False))
