@@ -27,6 +27,19 @@ def test_cluster_masters_leave_the_driver_address_to_spark(master):
     assert conf["spark.ui.enabled"] == "false"
 
 
+def test_every_session_maps_case_with_the_jvm_not_icu(spark):
+    """ICU's first case mapping in a JVM costs about 1 s and 3 GB of allocations (``COMMON_CONF``); names are ASCII."""
+    from pyspark.sql import functions as F
+
+    from kafka_zk_audit.audit.normalize.security import pascal_case
+
+    assert session_conf("local[*]")["spark.sql.icu.caseMappings.enabled"] == "false"
+    assert spark.conf.get("spark.sql.icu.caseMappings.enabled") == "false"
+    names = spark.createDataFrame([("TRANSACTIONAL_ID",), ("DELEGATION_TOKEN",), ("Topic",)], "name string")
+    assert [r[0] for r in names.select(pascal_case(F.col("name"))).collect()] == [
+        "TransactionalId", "DelegationToken", "Topic"]
+
+
 def test_outside_spark_submit_no_master_is_imposed(monkeypatch):
     from kafka_zk_audit.audit.session import submitted_master
 

@@ -22,10 +22,14 @@ T = TypeVar("T")
 
 # Every session: no UI, and no Python-side DataFrame debugging info (it costs JVM round trips on
 # every call: planning the normalizer's ~25 tables takes about half as long without it).
+# Case mappings (upper, lower, initcap) by the JVM, as Kafka's own Java code maps its names, not by ICU: the first
+# ICU mapping of a JVM initializes ICU's break iterators, about 3 GB of allocations and 1 s on the path of an audit's
+# normalizer (ACL resource types), for strings that are ASCII names.
 COMMON_CONF = {
     "spark.ui.enabled": "false",
     "spark.python.sql.dataFrameDebugging.enabled": "false",
     "spark.sql.session.timeZone": "UTC",
+    "spark.sql.icu.caseMappings.enabled": "false",
 }
 # A session that starts its own JVM to host many audits one after the other (the test suite's session of each
 # worker, a notebook's) keeps the JVM's full tiered JIT: C2's compilations cost more CPU over the first audits and
