@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 import subprocess
@@ -26,7 +27,8 @@ def test_a_spark_submit_driver_imports_pyspark_from_the_installed_package(tmp_pa
     installed = Path(importlib.util.find_spec("pyspark").origin).parent
     probe = tmp_path / "probe.py"
     probe.write_text(PROBE)
-    env = {**os.environ, "PYTHONPATH": str(REPO / "plugins"), "SPARK_LOCAL_IP": "127.0.0.1"}
+    env = {**os.environ, "PYTHONPATH": str(REPO / "plugins"), "SPARK_LOCAL_IP": "127.0.0.1",
+           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}  # pyspark's python
     run = subprocess.run([str(Path(sys.executable).parent / "spark-submit"), "--master", "local[1]", str(probe)],
                          env=env, capture_output=True, text=True, timeout=300)
     line = next((line for line in run.stdout.splitlines() if line.startswith("PROBE ")), None)
@@ -63,3 +65,17 @@ def test_only_a_zip_of_the_same_version_is_passed_over(tmp_path, zipped_version,
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
                          cwd=tmp_path / "pyspark" / "python").stdout.split()
     assert out == [str(package) if imported_from == "package" else "None", imported_from]
+
+
+@pytest.mark.parametrize("entry", sorted(p.name for p in (REPO / "spark_apps").glob("*.py") if p.name != "__init__.py"))
+def test_each_spark_submit_entry_calls_it_before_pyspark_is_imported(entry):
+    """The entry's module-level imports leave PySpark unimported, and its ``__main__`` block starts with the call."""
+    path = REPO / "spark_apps" / entry
+    code = (f"import runpy, sys; runpy.run_path({str(path)!r}, run_name='imported'); "
+            "print(sorted(name for name in sys.modules if name.split('.')[0] == 'pyspark'))")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "plugins")}
+    assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          check=True).stdout.strip() == "[]"
+    [main] = [node for node in ast.parse(path.read_text()).body if isinstance(node, ast.If)]
+    first = main.body[0]
+    assert isinstance(first, ast.Expr) and ast.unparse(first.value) == "installed_pyspark_first()", ast.unparse(main)
