@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from kafka_zk_audit.audit.connect import spark_submit_binary
+
 REPO = Path(__file__).resolve().parents[2]
 PROBE = """
 import importlib.util, sys
@@ -28,8 +30,8 @@ def test_a_spark_submit_driver_imports_pyspark_from_the_installed_package(tmp_pa
     probe = tmp_path / "probe.py"
     probe.write_text(PROBE)
     env = {**os.environ, "PYTHONPATH": str(REPO / "plugins"), "SPARK_LOCAL_IP": "127.0.0.1",
-           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}  # pyspark's python
-    run = subprocess.run([str(Path(sys.executable).parent / "spark-submit"), "--master", "local[1]", str(probe)],
+           "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}  # as cli.spark launches apps
+    run = subprocess.run([spark_submit_binary(), "--master", "local[1]", str(probe)],
                          env=env, capture_output=True, text=True, timeout=300)
     line = next((line for line in run.stdout.splitlines() if line.startswith("PROBE ")), None)
     assert run.returncode == 0 and line, run.stdout + run.stderr
