@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import subprocess
 import sys
 from importlib import resources
@@ -23,12 +22,10 @@ def spark_app(name: str) -> str:
 def spark_submit(app: str, app_args: list[str], master: str, znodes: int = 0) -> int:
     """spark-submit a packaged app on ``master`` (for an audit of ``znodes``: ``session.submit_conf``); its output
     goes to stderr. Returns its exit code."""
+    from kafka_zk_audit.audit.connect import spark_submit_binary
     from kafka_zk_audit.audit.session import class_data_sharing, is_local, submit_conf
 
-    binary = Path(sys.executable).parent / "spark-submit"
-    command = str(binary) if binary.exists() else shutil.which("spark-submit")
-    if command is None:
-        raise FileNotFoundError("spark-submit is neither next to this Python nor on the PATH")
+    command = spark_submit_binary()
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     if is_local(master):
         env["SPARK_LOCAL_IP"] = "127.0.0.1"
