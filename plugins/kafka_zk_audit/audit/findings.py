@@ -27,7 +27,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit.batch import Batch
-from kafka_zk_audit.audit.keyed_io import arrow_frame
+from kafka_zk_audit.audit.keyed_io import arrow_frame, rows_frame
 from kafka_zk_audit.contract.catalogue import FINDING_IDENTITY
 from kafka_zk_audit.contract.schemas import FINDINGS, KEY
 
@@ -128,8 +128,9 @@ def finalize_findings(raw: DataFrame, batch: Batch, previous_findings: DataFrame
     import pyarrow.compute as pc
 
     spark = raw.sparkSession
-    # the checks run here, once: what follows plans on their rows, not on the checks' whole plan
-    current = current_identities(raw, batch).localCheckpoint(eager=True)
+    # the checks run here, once: what follows plans on their rows, not on the checks' whole plan; in one partition
+    # that the planner knows is one (the rows are collected below): no shuffle for its joins with the history
+    current = current_identities(raw, batch).localCheckpoint(eager=True).coalesce(1)
     stored = _stored_history(previous_findings, current)
     first_seen = _first_seen(current, batch, stored)
     previous = _previous(current, batch, stored)
@@ -169,5 +170,5 @@ def finalize_findings(raw: DataFrame, batch: Batch, previous_findings: DataFrame
 def _frame(spark: Any, rows: Any) -> DataFrame:
     """Arrow rows of the FINDINGS shape as a DataFrame with exactly the FINDINGS schema."""
     if rows.num_rows == 0:
-        return spark.createDataFrame([], FINDINGS)
+        return rows_frame(spark, [], FINDINGS)
     return arrow_frame(spark, rows, FINDINGS)

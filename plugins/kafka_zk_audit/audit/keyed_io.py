@@ -35,7 +35,7 @@ def read_keyed(spark: SparkSession, root: str, snapshot_ids: Sequence[str], sche
     """The snapshots' folders of a table under ``root`` as one keyed frame (``keyed(schema)``, key first)."""
     full = keyed(schema)
     if not snapshot_ids:
-        return spark.createDataFrame([], full)
+        return rows_frame(spark, [], full)
     frame = spark.read.schema(full).option("basePath", root).parquet(
         *[partition_dir(root, sid) for sid in snapshot_ids])
     return frame.select(*full.names)
@@ -232,10 +232,24 @@ def local_keyed(spark: SparkSession, table: Any, schema: StructType) -> DataFram
 
 
 def arrow_frame(spark: SparkSession, table: Any, schema: StructType) -> DataFrame:
-    """An Arrow table the driver holds as a DataFrame of ``schema`` (a local relation). The table goes as one chunk:
-    PySpark's import stops at the first empty record batch, dropping every row after it, and a concatenated or
-    filtered table has empty chunks."""
-    return spark.createDataFrame(table.combine_chunks(), schema=schema)
+    """An Arrow table the driver holds as a DataFrame of ``schema``: a local relation in one partition that the
+    planner knows is one (``coalesce(1)``, Spark's ``SinglePartition``). Joins, aggregations and windows over such
+    frames need no shuffle, so a small batch's plans (``session.size_spark_to``) run in a few stages, not one or two
+    per join. The table goes as one chunk: PySpark's import stops at the first empty record batch, dropping every
+    row after it, and a concatenated or filtered table has empty chunks."""
+    return spark.createDataFrame(table.combine_chunks(), schema=schema).coalesce(1)
+
+
+def rows_frame(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: StructType) -> DataFrame:
+    """Rows the driver holds (tuples in the order of the schema's fields) as ``arrow_frame`` makes them: a local
+    relation whose size the planner knows (an empty one prunes the plan branches that read it), in one partition."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    arrow = to_arrow_schema(schema)
+    columns = [pa.array([row[index] for row in rows], type=arrow.field(index).type)
+               for index in range(len(schema.fields))]
+    return arrow_frame(spark, pa.Table.from_arrays(columns, schema=arrow), schema)
 
 
 def read_keyed_local(spark: SparkSession, warehouse: Warehouse, root: str, snapshot_ids: Sequence[str],

@@ -25,7 +25,9 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
 
+from kafka_zk_audit.audit.keyed_io import rows_frame
 from kafka_zk_audit.contract.migration_checks import CHECK_OF_KIND, ENTRY_FIELDS, INT_ENTRY_FIELDS
 
 ENTRY_COLUMNS = ("pair", *ENTRY_FIELDS)
@@ -86,7 +88,8 @@ def diff(zk: DataFrame, kraft: DataFrame) -> tuple[dict[str, list[dict[str, Any]
             keys.append((row["pair"], row["kind"], row["key"]))
     if not keys:
         return {}, equal
-    keys_frame = zk.sparkSession.createDataFrame(keys, "pair string, kind string, key string")
+    keys_frame = rows_frame(zk.sparkSession, keys, StructType([StructField(name, StringType())
+                                                               for name in ("pair", "kind", "key")]))
     return settle(candidates(zk, kraft, keys_frame).collect()), equal
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from kafka_zk_audit.audit.keyed_io import partition_dir, present
+from kafka_zk_audit.audit.keyed_io import partition_dir, present, rows_frame
 from kafka_zk_audit.audit.migration_diff import ENTRIES_DDL, ENTRY_COLUMNS, diff
 from kafka_zk_audit.contract.catalogue import BY_ID, PAIRED_CHECK_IDS, SEVERITIES
 from kafka_zk_audit.contract.migration_checks import (
@@ -130,7 +130,7 @@ def with_paired_findings(spark: SparkSession, raw: DataFrame, verdicts: Mapping[
     if not rows:
         return raw
     schema = keyed(CHECK_OUTPUT)
-    frame = spark.createDataFrame([tuple(row[name] for name in schema.names) for row in rows], schema)
+    frame = rows_frame(spark, [tuple(row[name] for name in schema.names) for row in rows], schema)
     return raw.unionByName(frame)
 
 

@@ -19,6 +19,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
+from kafka_zk_audit.audit.keyed_io import rows_frame
 from kafka_zk_audit.contract.schemas import KEY
 from kafka_zk_audit.contract.settings import AuditConfig
 
@@ -76,7 +77,7 @@ class Params:
 
     def keys(self) -> DataFrame:
         """One row per snapshot: its key (the audited snapshots)."""
-        return self.spark.createDataFrame([(sid,) for sid in self.rows], StructType([StructField(KEY, StringType())]))
+        return rows_frame(self.spark, [(sid,) for sid in self.rows], StructType([StructField(KEY, StringType())]))
 
     def unionByName(self, other: Params) -> Params:  # noqa: N802 (reads like DataFrame's, which it stands in for)
         return Params(self.spark, {**self.rows, **other.rows})

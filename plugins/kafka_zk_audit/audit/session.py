@@ -365,4 +365,10 @@ def size_spark_to(spark: SparkSession, rows: int) -> bool:
     else:
         spark.conf.unset("spark.sql.leafNodeDefaultParallelism")
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")  # at every size: see above
+    # a small batch's frames of one partition (keyed_io.arrow_frame) stay one, whatever size the planner estimates
+    # for their joins (the product of the sides': past its 128 MB default after two joins of a few kilobytes)
+    if small:
+        spark.conf.set("spark.sql.maxSinglePartitionBytes", f"{2**63 - 1}b")
+    else:
+        spark.conf.unset("spark.sql.maxSinglePartitionBytes")
     return small

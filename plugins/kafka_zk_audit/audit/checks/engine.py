@@ -40,6 +40,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from kafka_zk_audit.audit import sql_text
+from kafka_zk_audit.audit.keyed_io import rows_frame
 from kafka_zk_audit.audit.plans import Steps, united
 from kafka_zk_audit.contract.schemas import CHECK_OUTPUT, KEY, keyed
 
@@ -252,7 +253,7 @@ def _finding(check_id: str, found: Finds) -> Column:
 
 def empty(sources: Sources) -> DataFrame:
     """No findings, in the keyed CHECK_OUTPUT shape."""
-    return sources.spark().createDataFrame([], keyed(CHECK_OUTPUT))
+    return rows_frame(sources.spark(), [], keyed(CHECK_OUTPUT))
 
 
 def evaluate(rules: Iterable[Rule], sources: Sources) -> DataFrame:

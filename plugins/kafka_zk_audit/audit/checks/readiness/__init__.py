@@ -28,6 +28,7 @@ from kafka_zk_audit.audit.checks.common import family_functions
 from kafka_zk_audit.audit.checks.engine import Rule, Sources, evaluate
 from kafka_zk_audit.audit.checks.readiness import cluster, configs, topics
 from kafka_zk_audit.audit.checks.readiness.cluster import registered_broker_ids, snapshot_keys
+from kafka_zk_audit.audit.keyed_io import rows_frame
 from kafka_zk_audit.contract.readiness import BY_CHECK_ID, READINESS_CHECK_IDS, parse_target
 from kafka_zk_audit.contract.schemas import KEY, READINESS, keyed
 
@@ -116,7 +117,7 @@ def run_readiness(
     wanted = {check_id for _, check_id, *_ in levels}
     rules = [READINESS_FUNCTIONS[check_id] for check_id in READINESS_CHECK_IDS if check_id in wanted]
     if not rules:
-        return spark.createDataFrame([], keyed(READINESS))
+        return rows_frame(spark, [], keyed(READINESS))
     found = evaluate(rules, _sources(tables, snapshot, snapshots, rules, empty))
     # the level table as a lookup by (target version, check) in the plan: no join, no broadcast job
     by_target = {(targets[sid], check_id): (condition_id, level, remedy)

@@ -20,6 +20,7 @@ from kafka_zk_audit.audit.checks import engine
 from kafka_zk_audit.audit.checks.common import empty_ints, say
 from kafka_zk_audit.audit.checks.engine import Finds, fact, view
 from kafka_zk_audit.audit.checks.readiness.configs import broker_entity_id
+from kafka_zk_audit.audit.keyed_io import rows_frame
 from kafka_zk_audit.audit.normalize import kinds
 from kafka_zk_audit.audit.unions import union_all
 from kafka_zk_audit.contract.schemas import KEY
@@ -36,7 +37,7 @@ WRITE_PERMISSIONS = frozenset("cdrw")
 
 def snapshot_keys(spark: SparkSession, snapshot_ids: Iterable[str]) -> DataFrame:
     """One row per snapshot (column ``snapshot_id``): the snapshots a cluster-wide condition is judged on."""
-    return spark.createDataFrame([(str(sid),) for sid in snapshot_ids], StructType([StructField(KEY, StringType())]))
+    return rows_frame(spark, [(str(sid),) for sid in snapshot_ids], StructType([StructField(KEY, StringType())]))
 
 
 @view
@@ -269,7 +270,7 @@ def readiness_secured_znodes(spark: SparkSession, znode_acls: Mapping[str, Mappi
                          StructField("acls", StringType())])
     secured = [(str(sid), path, shown) for sid, acls in sorted(znode_acls.items())
                for path, shown in secured_znodes(acls or {})]
-    return spark.createDataFrame(secured, schema)
+    return rows_frame(spark, secured, schema)
 
 
 @engine.check(readiness_secured_znodes, arguments=("spark", "znode_acls"))
