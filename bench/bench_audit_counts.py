@@ -225,8 +225,10 @@ def main() -> int:
         + f" | {bare_cpu:.1f} s |")
     for key, label in (("dataframes", "DataFrames built per audit"), ("analyses", "Catalyst analyses"),
                        ("rule_seconds", "analyzer + optimizer rules, s"), ("jobs", "Spark jobs"),
-                       ("jvm_calls", "py4j calls into the JVM")):
-        print(f"| {label} | " + " | ".join(f"{counts[t][key]:,}" for t in labels) + " | – |")
+                       ("stages", "Spark stages"), ("jvm_calls", "py4j calls into the JVM")):
+        # a baseline tree's counter may not count a figure: a dash
+        print(f"| {label} | " + " | ".join(f"{counts[t][key]:,}" if key in counts[t] else "–" for t in labels)
+              + " | – |")
     for t in labels:
         if warm.get(t):
             runs = warm[t]

@@ -532,6 +532,7 @@ def detail_tables(results: dict) -> str:
         out += ["| one more audit app, counted around its audit | |", "|---|---|",
                 f"| DataFrames built | {c['dataframes']:,} |", f"| Catalyst analyses | {c['analyses']:,} |",
                 f"| analyzer + optimizer rules | {c['rule_seconds']:.1f} s |", f"| Spark jobs | {c['jobs']:,} |",
+                *([f"| Spark stages | {c['stages']:,} |"] if "stages" in c else []),
                 f"| py4j calls into the JVM | {c['jvm_calls']:,} |", ""]
     out += ["Where the audit app's time goes (its `profile` lines; medians):", "",
             "| part of the audit app | seconds | Spark jobs |", "|---|---|---|",

@@ -9,7 +9,7 @@
   (``createDataFrame`` from Arrow, ``spark.sql``) has its initializer run twice;
 * **analyses**: the runs of Catalyst's analyzer in the driver JVM (its ``LookupFunctions`` rule runs once per
   analysis), from ``RuleExecutor``'s metrics; ``rule_seconds`` is the time of every analyzer and optimizer rule;
-* **jobs**: the Spark jobs the session's status tracker saw start;
+* **jobs**: the Spark jobs the session's status tracker saw start; **stages**: the stages of those jobs;
 * **jvm_calls**: py4j commands sent from this process to the driver JVM (the counting's own few included).
 
 The counters patch PySpark's classes for the life of the context and put them back after. The package never
@@ -68,6 +68,11 @@ class SparkCounter:
     def _jobs(self) -> int:
         return len(self.spark.sparkContext._jsc.statusTracker().getJobIdsForGroup(None))
 
+    def _stages(self) -> int:
+        tracker = self.spark.sparkContext._jsc.statusTracker()
+        jobs = [tracker.getJobInfo(job) for job in tracker.getJobIdsForGroup(None)]
+        return sum(len(list(job.stageIds())) for job in jobs if job is not None)
+
     def _patch(self) -> None:
         frame_class, connection = _classic_dataframe(), _client_connection()
         frame_init, send = frame_class.__init__, connection.send_command
@@ -88,6 +93,7 @@ class SparkCounter:
 
     def _read(self) -> dict[str, float]:
         return {"dataframes": self._dataframes, "analyses": rule_runs(self.spark), "jobs": self._jobs(),
+                "stages": self._stages(),
                 "jvm_calls": self._calls, "rule_seconds": rule_nanos(self.spark) / 1e9}
 
     def __enter__(self) -> SparkCounter:

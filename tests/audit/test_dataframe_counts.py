@@ -37,6 +37,9 @@ NORMALIZER_FRAMES = 90
 # the unions were made at once; 1,048 with one plan per check before it, 1,289 before the normalizer's one-pass parse)
 AUDIT_FRAMES = 390
 AUDIT_ANALYSES = 450
+# its Spark stages: 22 on 2026-11-30, the driver-held frames one partition the planner knows is one and a small batch's
+# joins kept single (session.size_spark_to); 91 before, a shuffle under every join, aggregation and window
+AUDIT_STAGES = 26
 
 
 def test_the_normalizer_builds_few_frames(spark) -> None:
@@ -63,3 +66,4 @@ def test_an_audit_of_one_snapshot_builds_at_most_its_bound_of_frames(spark, zk_s
     assert figures["20261128T000000Z-counted"]["checks"]["under_replicated"] > 0
     assert counted.counts["dataframes"] <= AUDIT_FRAMES, counted.counts
     assert counted.counts["analyses"] <= AUDIT_ANALYSES, counted.counts  # no frame saved by an analysis elsewhere
+    assert counted.counts["stages"] <= AUDIT_STAGES, counted.counts

@@ -1,4 +1,5 @@
-"""A small batch's tables as local relations: the same rows and schema as Spark's Parquet read, whatever the chunks."""
+"""A small batch's tables as local relations: the same rows and schema as Spark's Parquet read, whatever the chunks,
+in one partition that the planner knows is one."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from kafka_zk_audit.audit.keyed_io import (
     partition_dir,
     read_keyed,
     read_keyed_local,
+    rows_frame,
 )
+from kafka_zk_audit.audit.session import size_spark_to
 from kafka_zk_audit.contract.schemas import FINDINGS, KEY, TABLES
 from kafka_zk_audit.contract.warehouse import Warehouse
 
@@ -112,3 +115,26 @@ def test_many_tables_are_collected_by_one_task_per_core_with_every_row(spark) ->
               for stage in tracker.getJobInfo(job).stageIds]
     result_stage = tracker.getStageInfo(max(stages))
     assert result_stage.numTasks <= context.defaultParallelism < 6 * 4, result_stage
+
+
+def test_driver_rows_plan_joins_aggregations_and_windows_without_a_shuffle(spark) -> None:
+    """A small batch's driver-held frames are one partition that the planner knows is one: a join of two, an
+    aggregation and a window over it plan no shuffle (Spark's own plan says so) and give what they should."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    size_spark_to(spark, 100)
+    keys = StructType([StructField(KEY, StringType()), StructField("topic", StringType())])
+    topics = rows_frame(spark, [("s1", "a"), ("s1", "b"), ("s2", "a")], keys)
+    partitions = local_keyed(spark, pa.table({"topic": ["a", "a", "b"], "n": [0, 1, 0],
+                                              KEY: ["s1", "s1", "s1"]}), StructType([
+        StructField("topic", StringType()), StructField("n", IntegerType())]))
+    joined = topics.join(partitions, [KEY, "topic"], "left")
+    counted = joined.groupBy(KEY, "topic").agg(F.count("n").alias("rows")).withColumn(
+        "rank", F.row_number().over(Window.partitionBy(KEY).orderBy(F.col("rows").desc(), "topic")))
+    plan = counted._jdf.queryExecution().executedPlan().toString()
+    assert "Exchange" not in plan, plan
+    assert rows(counted) == [("s1", "a", 2, 1), ("s1", "b", 1, 2), ("s2", "a", 0, 1)]
+    empty = rows_frame(spark, [], keys)
+    assert empty.count() == 0 and empty.schema == keys
+    assert "LocalTableScan" in empty._jdf.queryExecution().executedPlan().toString()
