@@ -55,7 +55,7 @@ def rule_nanos(spark: Any) -> int:
 
 
 class SparkCounter:
-    """A context counting the DataFrames, analyses, Spark jobs and JVM calls of the code it wraps."""
+    """A context counting the DataFrames, analyses, Spark jobs and stages and JVM calls of the code it wraps."""
 
     def __init__(self, spark: Any) -> None:
         self.spark = spark
@@ -64,14 +64,17 @@ class SparkCounter:
         self._calls = 0
         self._patched: list[tuple[type, str, Any]] = []
         self._start: dict[str, float] = {}
+        self._first_job = 0
 
-    def _jobs(self) -> int:
-        return len(self.spark.sparkContext._jsc.statusTracker().getJobIdsForGroup(None))
+    def _job_ids(self) -> list[int]:
+        """The ids of the jobs the session's status tracker holds (its most recent ones: it keeps a bounded number)."""
+        return list(self.spark.sparkContext._jsc.statusTracker().getJobIdsForGroup(None))
 
-    def _stages(self) -> int:
+    def _jobs_since(self, first: int) -> tuple[int, int]:
+        """The jobs numbered ``first`` or later (job ids count up from 0), and their stages."""
         tracker = self.spark.sparkContext._jsc.statusTracker()
-        jobs = [tracker.getJobInfo(job) for job in tracker.getJobIdsForGroup(None)]
-        return sum(len(list(job.stageIds())) for job in jobs if job is not None)
+        infos = [tracker.getJobInfo(job) for job in self._job_ids() if job >= first]
+        return len(infos), sum(len(list(info.stageIds())) for info in infos if info is not None)
 
     def _patch(self) -> None:
         frame_class, connection = _classic_dataframe(), _client_connection()
@@ -92,11 +95,11 @@ class SparkCounter:
         connection.send_command = counted_send  # type: ignore[method-assign]
 
     def _read(self) -> dict[str, float]:
-        return {"dataframes": self._dataframes, "analyses": rule_runs(self.spark), "jobs": self._jobs(),
-                "stages": self._stages(),
-                "jvm_calls": self._calls, "rule_seconds": rule_nanos(self.spark) / 1e9}
+        return {"dataframes": self._dataframes, "analyses": rule_runs(self.spark), "jvm_calls": self._calls,
+                "rule_seconds": rule_nanos(self.spark) / 1e9}
 
     def __enter__(self) -> SparkCounter:
+        self._first_job = max(self._job_ids(), default=-1) + 1  # before the patch: not counted as JVM calls
         self._patch()
         self._start = self._read()
         return self
@@ -107,4 +110,5 @@ class SparkCounter:
             setattr(owner, name, original)
         self._patched = []
         self.counts = {key: end[key] - self._start[key] for key in end}
+        self.counts["jobs"], self.counts["stages"] = self._jobs_since(self._first_job)
         self.counts["rule_seconds"] = round(self.counts["rule_seconds"], 3)
