@@ -3,6 +3,7 @@ in one partition that the planner knows is one."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pyarrow as pa
@@ -12,6 +13,7 @@ from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from kafka_zk_audit.audit.findings import _frame
 from kafka_zk_audit.audit.keyed_io import (
+    LazyFrames,
     collect_all_at_once,
     local_keyed,
     partition_dir,
@@ -138,3 +140,35 @@ def test_driver_rows_plan_joins_aggregations_and_windows_without_a_shuffle(spark
     empty = rows_frame(spark, [], keys)
     assert empty.count() == 0 and empty.schema == keys
     assert "LocalTableScan" in empty._jdf.queryExecution().executedPlan().toString()
+
+
+def test_lazy_frames_build_each_frame_once_when_first_asked_for() -> None:
+    """An audit's tables as LazyFrames: a name asked for is built once (whichever driver thread asks first); a
+    name only listed, tested or never asked for is never built."""
+    built: list[str] = []
+    started = threading.Barrier(4)
+
+    def builder(name: str):
+        def build() -> object:
+            built.append(name)
+            return object()
+        return build
+
+    frames = LazyFrames({name: builder(name) for name in ("brokers", "topics", "acls")})
+    assert list(frames) == ["brokers", "topics", "acls"] and len(frames) == 3
+    assert "topics" in frames and "quotas" not in frames and built == []
+    with pytest.raises(KeyError):
+        frames["quotas"]
+    got: list[object] = []
+
+    def ask() -> None:
+        started.wait()
+        got.append(frames["topics"])
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert built == ["topics"] and len({id(frame) for frame in got}) == 1
+    assert frames["topics"] is got[0] and frames.built == ("topics",)

@@ -33,6 +33,7 @@ from kafka_zk_audit.audit.checks.common import BASELINE_ID
 from kafka_zk_audit.audit.drift import drift_rows
 from kafka_zk_audit.audit.findings import finalize_findings
 from kafka_zk_audit.audit.keyed_io import (
+    LazyFrames,
     collect_all_at_once,
     local_keyed,
     read_keyed,
@@ -109,8 +110,10 @@ def read_snapshots(spark: SparkSession, warehouse: Warehouse, snapshot_ids: Sequ
 
 def read_tables(spark: SparkSession, warehouse: Warehouse, names: Sequence[str],
                 snapshot_ids: Sequence[str]) -> dict[str, DataFrame]:
-    """Normalized tables of the snapshots, as written (keyed, with their contract schemas)."""
-    return {name: read_keyed(spark, warehouse.table_dir(name), snapshot_ids, TABLES[name]) for name in names}
+    """Normalized tables of the snapshots, as written (keyed, with their contract schemas), each read when first
+    used."""
+    return LazyFrames({name: partial(read_keyed, spark, warehouse.table_dir(name), snapshot_ids, TABLES[name])
+                       for name in names})
 
 
 def plan_batch(warehouse: Warehouse, snapshot_ids: Sequence[str], config_path: str | None) -> Batch:
@@ -240,7 +243,7 @@ def audit_batch(spark: SparkSession, warehouse: Warehouse, batch: Batch, *, outp
         # about 3.5 times faster again); a large batch's tables read back from their Parquet files.
         tables.release()
         if small:
-            tables = {name: local_keyed(spark, collected[name], TABLES[name]) for name in TABLES}
+            tables = LazyFrames({name: partial(local_keyed, spark, collected[name], TABLES[name]) for name in TABLES})
         else:
             tables = read_tables(spark, out, list(TABLES), ids)
             row_counts = {sid: {name: parquet_rows(out, out.table_dir(name, sid)) for name in TABLES} for sid in ids}

@@ -12,7 +12,8 @@ get ``_SUCCESS`` when their write is complete (it marks a snapshot as audited).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -29,6 +30,38 @@ SUCCESS = "_SUCCESS"
 
 def partition_dir(root: str, snapshot_id: str) -> str:
     return f"{root}/{KEY}={snapshot_id}"
+
+
+class LazyFrames(Mapping[str, DataFrame]):
+    """Frames by name, each built when first asked for (by any driver thread) and kept: an audit's tables that no
+    check, report or audit table reads cost no DataFrame at all (each frame is a Catalyst analysis)."""
+
+    def __init__(self, builders: Mapping[str, Callable[[], DataFrame]]) -> None:
+        self._builders = dict(builders)
+        self._built: dict[str, DataFrame] = {}
+        self._lock = threading.Lock()
+
+    def __getitem__(self, name: str) -> DataFrame:
+        if name not in self._built:
+            build = self._builders[name]  # KeyError for a name it does not hold
+            with self._lock:
+                if name not in self._built:
+                    self._built[name] = build()
+        return self._built[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._builders
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._builders)
+
+    def __len__(self) -> int:
+        return len(self._builders)
+
+    @property
+    def built(self) -> tuple[str, ...]:
+        """The names whose frames were built so far."""
+        return tuple(self._built)
 
 
 def read_keyed(spark: SparkSession, root: str, snapshot_ids: Sequence[str], schema: StructType) -> DataFrame:
@@ -235,9 +268,11 @@ def arrow_frame(spark: SparkSession, table: Any, schema: StructType) -> DataFram
     """An Arrow table the driver holds as a DataFrame of ``schema``: a local relation in one partition that the
     planner knows is one (``coalesce(1)``, Spark's ``SinglePartition``). Joins, aggregations and windows over such
     frames need no shuffle, so a small batch's plans (``session.size_spark_to``) run in a few stages, not one or two
-    per join. The table goes as one chunk: PySpark's import stops at the first empty record batch, dropping every
-    row after it, and a concatenated or filtered table has empty chunks."""
-    return spark.createDataFrame(table.combine_chunks(), schema=schema).coalesce(1)
+    per join. An empty table needs no ``coalesce`` (a frame more): the optimizer prunes the branches that read it.
+    The table goes as one chunk: PySpark's import stops at the first empty record batch, dropping every row after
+    it, and a concatenated or filtered table has empty chunks."""
+    frame = spark.createDataFrame(table.combine_chunks(), schema=schema)
+    return frame.coalesce(1) if table.num_rows else frame
 
 
 def rows_frame(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: StructType) -> DataFrame:

@@ -14,6 +14,7 @@ one named like its id in one of the family modules below; called as a function, 
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Iterable, Mapping
 
 from pyspark.sql import DataFrame
@@ -57,7 +58,8 @@ def run_checks(
     missing = [name for name in TABLES if name not in tables]
     if missing:
         raise ValueError(f"run_checks needs every normalized table; missing: {', '.join(missing)}")
-    named: dict[str, object] = dict(tables)
-    named.update({f"previous_{table}": None if previous is None else previous.get(table) for table in TABLES})
+    named: dict[str, object] = {f"previous_{table}": None if previous is None else previous.get(table)
+                                for table in TABLES}
     named["params"] = params
-    return evaluate([CHECK_FUNCTIONS[check_id] for check_id in check_ids], Sources(named, empty))
+    # the tables looked up, not copied: a lazy mapping (keyed_io.LazyFrames) builds only the frames a check reads
+    return evaluate([CHECK_FUNCTIONS[check_id] for check_id in check_ids], Sources(ChainMap(named, tables), empty))

@@ -124,7 +124,7 @@ class Sources:
     names the inputs known to hold no row."""
 
     def __init__(self, inputs: Mapping[str, Any], empty: Iterable[str] = ()) -> None:
-        self._inputs = dict(inputs)
+        self._inputs = inputs  # looked up, not copied: a lazy mapping builds only the inputs a rule reads
         self._built: dict[str, Any] = {}
         self.empty = frozenset(empty)
 
@@ -142,6 +142,8 @@ class Sources:
         return function(**{name: self.get(name) for name in _inputs_of(function)})
 
     def spark(self) -> Any:
+        if self._inputs.get("spark") is not None:  # the session given as an input: no frame built to ask for it
+            return self._inputs["spark"]
         for value in self._inputs.values():
             if isinstance(value, DataFrame):
                 return value.sparkSession

@@ -18,6 +18,7 @@ condition at a snapshot's target is looked up in the plan by (target, check).
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -68,20 +69,20 @@ def _sources(tables: Mapping[str, DataFrame], snapshot: DataFrame,
     reads them, one row per snapshot of the call (``snapshot_ids``) and the registered broker ids
     (``broker_ids``); ``empty``: the tables known to hold no row."""
     spark = snapshot.sparkSession
-    named: dict[str, Any] = dict(tables)
-    named.update(snapshot=snapshot, spark=spark,
-                 znode_acls={sid: (target[0] or {}).get("znode_acls") for sid, target in snapshots.items()})
+    named: dict[str, Any] = {
+        "snapshot": snapshot, "spark": spark,
+        "znode_acls": {sid: (target[0] or {}).get("znode_acls") for sid, target in snapshots.items()}}
     lazy: dict[str, Callable[[], DataFrame]] = {
         "snapshot_ids": lambda: snapshot_keys(spark, snapshots),
         "broker_ids": lambda: registered_broker_ids(snapshot, tables["brokers"]),
     }
     for rule in rules:
-        unknown = [name for name in rule.needs if name not in named and name not in lazy]
+        unknown = [name for name in rule.needs if name not in named and name not in tables and name not in lazy]
         if unknown:
             raise TypeError(f"{rule.check_id} takes {', '.join(unknown)}, which is no table nor snapshot input")
     needs = {name for rule in rules for name in rule.needs}
     named.update({name: provide() for name, provide in lazy.items() if name in needs})
-    return Sources(named, empty)
+    return Sources(ChainMap(named, tables), empty)  # the tables looked up, not copied (keyed_io.LazyFrames)
 
 
 def level_rows(targets: Mapping[str, str]) -> list[tuple[str, str, str, str, str]]:
