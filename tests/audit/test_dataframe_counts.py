@@ -39,8 +39,9 @@ NORMALIZER_FRAMES = 90
 # the unions were made at once; 1,048 with one plan per check before it, 1,289 before the normalizer's one-pass parse)
 AUDIT_FRAMES = 360
 AUDIT_ANALYSES = 420
-# its Spark stages: 21 on 2026-11-30 (morning), 22 on 2026-11-30, the driver-held frames one partition the planner knows is one and a small batch's
-# joins kept single (session.size_spark_to); 91 before, a shuffle under every join, aggregation and window
+# its Spark stages: 21 on 2026-11-30 (morning); 22 on 2026-11-30, the driver-held frames one partition the planner
+# knows is one and a small batch's joins kept single (session.size_spark_to); 91 before, a shuffle under every join,
+# aggregation and window
 AUDIT_STAGES = 24
 
 

@@ -74,3 +74,21 @@ def test_an_analysis_error_names_the_column(spark, mode) -> None:
     frame = spark.createDataFrame([(1,)], "n int")
     with pytest.raises(Exception, match="missing"):
         Steps(frame).select("missing").frame().collect()
+
+
+@pytest.mark.parametrize("count", [0, 1, 10, 11, 25])
+def test_a_seq_holds_every_item_in_order_in_few_jvm_calls(spark, count) -> None:
+    """The Scala Seq the steps pass to Catalyst: every item in order, ten items a call (java.util.List.of), and
+    a null item too (one call each then)."""
+    catalyst = plans._catalyst(spark.range(1))
+    items = [f"column {index}" for index in range(count)]
+    with SparkCounter(spark) as idle:
+        pass
+    with SparkCounter(spark) as counted:
+        seq = catalyst.seq(items)
+    assert [seq.apply(index) for index in range(seq.size())] == items
+    calls = counted.counts["jvm_calls"] - idle.counts["jvm_calls"]  # without the counter's own
+    lists = 1 if count <= 10 else 2 * -(-count // 10)  # a List.of per ten items, past ten an ArrayList and addAll
+    assert calls == lists + 1, counted.counts  # and the Seq
+    with_null = catalyst.seq(["a", None, "b"])
+    assert [with_null.apply(index) for index in range(with_null.size())] == ["a", None, "b"]

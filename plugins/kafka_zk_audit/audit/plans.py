@@ -64,12 +64,28 @@ class _Catalyst:
         self.frame_type = type(frame)
         self.spark = spark
         self._joins: dict[tuple[str, tuple[str, ...]], Any] = {}
+        # looked up once: each lookup through the JVM view is a round trip, and the JVM resolves a package name such
+        # as ``java`` by failing to load it as a class (about a millisecond)
+        java_util = self.jvm.java.util
+        self._array_list, self._list_of = java_util.ArrayList, java_util.List.of
+        self._to_seq = self.jvm.PythonUtils.toSeq
+        self.no_option = self.jvm.scala.Option.empty()
 
     def seq(self, items: Sequence[Any]) -> Any:
-        values = self.jvm.java.util.ArrayList()
-        for item in items:
-            values.add(item)
-        return self.jvm.PythonUtils.toSeq(values)
+        """A Scala ``Seq`` of the items, built from Java lists of up to ten of them (``List.of``): a call per ten
+        items, not one per item."""
+        items = list(items)
+        if any(item is None for item in items):  # List.of takes no null
+            values = self._array_list()
+            for item in items:
+                values.add(item)
+        elif len(items) <= _LIST_OF_MAX:
+            values = self._list_of(*items)
+        else:
+            values = self._array_list(self._list_of(*items[:_LIST_OF_MAX]))
+            for start in range(_LIST_OF_MAX, len(items), _LIST_OF_MAX):
+                values.addAll(self._list_of(*items[start:start + _LIST_OF_MAX]))
+        return self._to_seq(values)
 
     def expression(self, column: Column) -> Any:
         return self.session.expression(column._jc)
@@ -98,6 +114,8 @@ class _Catalyst:
         return self._joins[key]
 
 
+# the most items java.util.List.of takes one by one (more go as an array: py4j passes no varargs)
+_LIST_OF_MAX = 10
 _JOINS = {"left": "LEFT OUTER", "inner": "INNER", "right": "RIGHT OUTER", "full": "FULL OUTER",
           "left_semi": "LEFT SEMI", "left_anti": "LEFT ANTI"}
 _SESSIONS: weakref.WeakKeyDictionary[Any, _Catalyst | None] = weakref.WeakKeyDictionary()
@@ -180,7 +198,7 @@ class Steps:
         catalyst = self._catalyst
         star = catalyst.star_with_columns(catalyst.seq(list(columns)),
                                           catalyst.seq([catalyst.expression(c) for c in columns.values()]),
-                                          catalyst.jvm.scala.Option.empty())
+                                          catalyst.no_option)
         return self._next(catalyst.project(catalyst.seq([star]), self._plan))
 
     def join_using(self, other: DataFrame | Steps, on: Sequence[str], how: str = "left") -> Steps:
