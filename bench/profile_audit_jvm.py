@@ -15,7 +15,9 @@ that applies:
 * **physical planning**: the physical plan and its preparation (``EnsureRequirements``, the exchanges);
 * **job scheduling**: the DAG scheduler, a job's submission and its results;
 * **Arrow**: the conversion of rows to Arrow batches for Python, and back;
-* **py4j**: the py4j server threads' own work: commands read, methods found by reflection, objects tracked;
+* **parsing SQL text**: Spark's SQL parser (the select lists, expressions and joins given as text);
+* **the rest of the methods Python called**: their other work (columns built, schemas converted, frames made);
+* **py4j's own work**: commands read, methods found by reflection, objects tracked;
 * **other**.
 
 It prints the share of each as Markdown, the Spark methods Python called that the samples ran in (by category), and
@@ -52,7 +54,9 @@ CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("job scheduling", ("org.apache.spark.scheduler.DAGScheduler", "org.apache.spark.SparkContext.runJob",
                         "org.apache.spark.scheduler.TaskSchedulerImpl")),
     ("Arrow", ("org.apache.spark.sql.execution.arrow.", "org.apache.spark.sql.api.python.PythonSQLUtils$.readArrow")),
-    ("py4j", ("py4j.",)),
+    ("parsing SQL text", ("org.apache.spark.sql.catalyst.parser.",)),
+    ("the rest of the methods Python called", ("py4j.reflection.MethodInvoker.invoke",)),
+    ("py4j's own work", ("py4j.",)),
 )
 _INVOKER = "py4j.reflection.MethodInvoker.invoke"
 # a rule's apply: the object or inner object (``Analyzer$ResolveReferences$``) of a Catalyst or execution package
@@ -129,7 +133,8 @@ def tables(found: list[tuple[str, list[str]]], audits: int, seconds: float) -> s
             named = [match.group(1).rsplit("$", 1)[-1] for frame in frames if (match := _RULE.match(frame))
                      and "$anonfun" not in frame and not match.group(1).startswith(_NOT_RULES)]
             rules[(kind, named[0] if named else "(between rules: the rule executor, plan validation)")] += 1
-    lines += ["", "The analyzer's and optimizer's rules the samples were in (the innermost rule on the stack; the first 12):", "",
+    lines += ["", "The analyzer's and optimizer's rules the samples were in (the innermost; the first 12):",
+              "",
               "| phase | rule | samples | share |", "|---|---|---|---|"]
     lines += [f"| {kind} | {rule} | {count:,} | {100 * count / total:.0f} % |"
               for (kind, rule), count in rules.most_common(12)]
