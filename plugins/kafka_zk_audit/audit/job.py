@@ -109,7 +109,7 @@ def read_snapshots(spark: SparkSession, warehouse: Warehouse, snapshot_ids: Sequ
 
 
 def read_tables(spark: SparkSession, warehouse: Warehouse, names: Sequence[str],
-                snapshot_ids: Sequence[str]) -> dict[str, DataFrame]:
+                snapshot_ids: Sequence[str]) -> Mapping[str, DataFrame]:
     """Normalized tables of the snapshots, as written (keyed, with their contract schemas), each read when first
     used."""
     return LazyFrames({name: partial(read_keyed, spark, warehouse.table_dir(name), snapshot_ids, TABLES[name])

@@ -39,7 +39,7 @@ class LazyFrames(Mapping[str, DataFrame]):
     def __init__(self, builders: Mapping[str, Callable[[], DataFrame]]) -> None:
         self._builders = dict(builders)
         self._built: dict[str, DataFrame] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a builder may ask for another frame of the same mapping
 
     def __getitem__(self, name: str) -> DataFrame:
         if name not in self._built:
