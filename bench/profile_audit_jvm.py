@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import os
 import re
 import shutil
 import subprocess
@@ -70,8 +71,6 @@ def say(message: str) -> None:
 
 def jdk_tool(name: str) -> str:
     """A JDK tool (``jcmd``, ``jfr``) of the JVM that runs Spark: $JAVA_HOME/bin, else the PATH's."""
-    import os
-
     home = os.environ.get("JAVA_HOME")
     if home and (Path(home) / "bin" / name).is_file():
         return str(Path(home) / "bin" / name)

@@ -76,13 +76,14 @@ def _sources(tables: Mapping[str, DataFrame], snapshot: DataFrame,
         "snapshot_ids": lambda: snapshot_keys(spark, snapshots),
         "broker_ids": lambda: registered_broker_ids(snapshot, tables["brokers"]),
     }
+    inputs = ChainMap(named, tables)  # the tables looked up, not copied (keyed_io.LazyFrames)
     for rule in rules:
-        unknown = [name for name in rule.needs if name not in named and name not in tables and name not in lazy]
+        unknown = [name for name in rule.needs if name not in inputs and name not in lazy]
         if unknown:
             raise TypeError(f"{rule.check_id} takes {', '.join(unknown)}, which is no table nor snapshot input")
     needs = {name for rule in rules for name in rule.needs}
     named.update({name: provide() for name, provide in lazy.items() if name in needs})
-    return Sources(ChainMap(named, tables), empty)  # the tables looked up, not copied (keyed_io.LazyFrames)
+    return Sources(inputs, empty)
 
 
 def level_rows(targets: Mapping[str, str]) -> list[tuple[str, str, str, str, str]]:
