@@ -112,14 +112,14 @@ def test_the_event_dag_audits_through_the_connect_server_as_the_classic_session_
     assert "findings" in through_rows and len(through_rows) > 30
     assert through_rows == classic_rows
 
-    # connect-server start --warm-up --warm-up-rounds 2: two more audits of the newest snapshot through the server,
-    # the warehouse only read
+    # connect-server start --warm-up --warm-up-rounds 1: one more audit of the newest snapshot through the server
+    # (the rounds asked for, not the default 5), the warehouse only read
     files = sorted(str(path) for path in through.rglob("*"))
     capsys.readouterr()
-    warm_up_server(connect_server, str(through), 2)
+    warm_up_server(connect_server, str(through), 1)
     said = capsys.readouterr().err
-    assert "warm-up audit 1 of 2" in said and "warm-up audit 2 of 2" in said and "of 3" not in said, said
-    assert f"warmed up with 2 audit(s) of {snapshot_id}" in said, said
+    assert "warm-up audit 1 of 1:" in said and said.count("warm-up audit ") == 1, said
+    assert f"warmed up with 1 audit(s) of {snapshot_id}" in said, said
     assert sorted(str(path) for path in through.rglob("*")) == files
 
 
