@@ -71,8 +71,11 @@ THREAD_GROUPS = (("C2 JIT compiler", "C2 Compiler"), ("C1 JIT compiler", "C1 Com
 
 @dataclass
 class Process:
+    pid: str
+    parent: str
     cmd: str
     test_module: str
+    in_run: bool  # it inherited the run's environment (descendants whose title rewrote it are found by parent)
     cpu: float = 0.0
     threads: dict[str, float] = field(default_factory=dict)  # a JVM's: thread id -> its CPU
     thread_names: dict[str, str] = field(default_factory=dict)  # thread id -> its name
@@ -82,11 +85,14 @@ def _cmdline(pid: str) -> str:
     return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
 
 
-def _test_module(pid: str) -> str:
+def _environment(pid: str) -> tuple[str, bool]:
+    """The test module in the process's ``PYTEST_CURRENT_TEST`` (or ""), and whether it has the run's variable."""
+    module, in_run = "", False
     for entry in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
         if entry.startswith(b"PYTEST_CURRENT_TEST="):
-            return entry.split(b"=", 1)[1].decode(errors="replace").split("::", 1)[0]
-    return ""
+            module = entry.split(b"=", 1)[1].decode(errors="replace").split("::", 1)[0]
+        in_run = in_run or entry.startswith(OWN_CPU_ENV.encode() + b"=")
+    return module, in_run
 
 
 def _cpu(stat: str) -> float:
@@ -112,10 +118,11 @@ class Sampler(threading.Thread):
     def _sample(self, pid: str) -> None:
         try:
             stat = Path(f"/proc/{pid}/stat").read_text()
-            key = (pid, stat.rsplit(")", 1)[1].split()[19])  # pid and start time: a pid can be reused
+            fields = stat.rsplit(")", 1)[1].split()
+            key = (pid, fields[19])  # pid and start time: a pid can be reused
             process = self.seen.get(key)
             if process is None:
-                process = self.seen[key] = Process(_cmdline(pid), _test_module(pid))
+                process = self.seen[key] = Process(pid, fields[1], _cmdline(pid), *_environment(pid))
             elif process.cmd.startswith(("bash ", "/bin/sh ")) or "spark-class" in process.cmd:
                 process.cmd = _cmdline(pid)  # spark-class execs the JVM in the same process
             process.cpu = _cpu(stat)
@@ -126,6 +133,15 @@ class Sampler(threading.Thread):
                     process.threads[tid] = _cpu(text)
         except (OSError, IndexError, ValueError):
             pass  # ended meanwhile
+
+
+def of_the_run(seen: list[Process]) -> list[Process]:
+    """The processes of the pytest run: those with its environment variable and their descendants (an Airflow task
+    process rewrites its title over its environment), not the machine's others."""
+    pids = {process.pid for process in seen if process.in_run}
+    while grown := {process.pid for process in seen if process.parent in pids} - pids:
+        pids |= grown
+    return [process for process in seen if process.pid in pids]
 
 
 def kind_of(cmd: str) -> str:
@@ -178,7 +194,12 @@ def main() -> int:
     parser.add_argument("pytest_args", nargs="*", help="after --: pytest's arguments (default: -n 3, the suite)")
     args = parser.parse_args()
     pytest_args = args.pytest_args or ["-n", "3"]
-    own_cpu = Path(tempfile.mkdtemp(prefix="kafka-zk-audit-suite-cpu-"))
+    with tempfile.TemporaryDirectory(prefix="kafka-zk-audit-suite-cpu-") as own_cpu:
+        return report(pytest_args, Path(own_cpu))
+
+
+def report(pytest_args: list[str], own_cpu: Path) -> int:
+    """Run pytest with the sampler beside it and the plugin in it (reports in ``own_cpu``); print the tables."""
     env = {**os.environ, "GX_ANALYTICS_ENABLED": "false", "SPARK_LOCAL_IP": "127.0.0.1",
            "KAFKA_ZK_AUDIT_WITH_CHROMIUM": "1", "PATH": f"{REPO / '.venv' / 'bin'}:{os.environ.get('PATH', '')}",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "bench"), os.environ.get("PYTHONPATH")])),
@@ -194,12 +215,13 @@ def main() -> int:
     wall = time.monotonic() - started
     sampler.stopped.set()
     sampler.join()
-    processes = list(sampler.seen.values())
+    processes = of_the_run(list(sampler.seen.values()))
     total = sum(p.cpu for p in processes)
     kinds, modules, threads = collections.Counter(), collections.Counter(), collections.Counter()
     own = collections.Counter()  # the pytest processes' own CPU, by the module they ran
-    for report in own_cpu.glob("*.json"):
-        own.update(json.loads(report.read_text()))
+    for written in own_cpu.glob("*.json"):
+        own.update({module or "(pytest itself, between tests)": cpu
+                    for module, cpu in json.loads(written.read_text()).items()})
     for process in processes:
         kind = kind_of(process.cmd)
         kinds[kind] += process.cpu
@@ -214,11 +236,10 @@ def main() -> int:
     print(f"\npytest exited {code} after {wall:.1f} s; {total:,.0f} CPU-seconds sampled over {len(processes)} "
           f"processes ({total / wall:.2f} cores busy on average of {os.cpu_count()})\n")
     print(table("process kind", kinds, total), "\n")
-    modules.update({module or "(pytest itself, between tests)": cpu for module, cpu in own.items()})
+    modules.update(own)
     print(table("test module (the processes it started, and the pytest process's own CPU while it ran)", modules,
                 total), "\n")
-    print(table("test module: the pytest process's own CPU while it ran", collections.Counter(
-        {module or "(pytest itself, between tests)": cpu for module, cpu in own.items()}), total, first=15), "\n")
+    print(table("test module: the pytest process's own CPU while it ran", own, total, first=15), "\n")
     print(table("JVM threads (kind of JVM: threads)", collections.Counter(
         {f"{jvm}: {group}": cpu for (jvm, group), cpu in threads.items()}), total))
     return code
