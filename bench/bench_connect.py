@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_audit_counts import app_env, children_cpu, fresh_warehouse, snapshotted, submit
+from cpu_clock import stat_cpu
 
 REPO = Path(__file__).resolve().parents[1]
 PERFORMANCE = REPO / "docs" / "performance.md"
@@ -37,8 +38,7 @@ BLOCK_BEGIN, BLOCK_END = "<!-- bench_connect:begin -->", "<!-- bench_connect:end
 
 def process_cpu(pid: int) -> float:
     """CPU seconds so far of a running process and its finished, waited-for children (from /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    return stat_cpu(Path(f"/proc/{pid}/stat").read_text(), children=True)
 
 
 def tree_cpu(pid: int) -> float:

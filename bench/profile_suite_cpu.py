@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from cpu_clock import stat_cpu
 
 REPO = Path(__file__).resolve().parents[1]
-TICKS = os.sysconf("SC_CLK_TCK")
 # (kind, what the command line holds), first match wins; JVMs are told apart by their main class
 JVM_KINDS = (
     ("Spark app (spark-submit)", re.compile(r"SparkSubmit .*?(?:spark_apps/|kafka_zk_audit/spark_apps/)(\w+)\.py")),
@@ -77,8 +77,7 @@ class Process:
     test_module: str
     in_run: bool  # it inherited the run's environment (descendants whose title rewrote it are found by parent)
     cpu: float = 0.0
-    threads: dict[str, float] = field(default_factory=dict)  # a JVM's: thread id -> its CPU
-    thread_names: dict[str, str] = field(default_factory=dict)  # thread id -> its name
+    threads: dict[str, tuple[str, float]] = field(default_factory=dict)  # a JVM's: thread id -> (name, CPU)
 
 
 def _cmdline(pid: str) -> str:
@@ -93,11 +92,6 @@ def _environment(pid: str) -> tuple[str, bool]:
             module = entry.split(b"=", 1)[1].decode(errors="replace").split("::", 1)[0]
         in_run = in_run or entry.startswith(OWN_CPU_ENV.encode() + b"=")
     return module, in_run
-
-
-def _cpu(stat: str) -> float:
-    fields = stat.rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 class Sampler(threading.Thread):
@@ -125,12 +119,11 @@ class Sampler(threading.Thread):
                 process = self.seen[key] = Process(pid, fields[1], _cmdline(pid), *_environment(pid))
             elif process.cmd.startswith(("bash ", "/bin/sh ")) or "spark-class" in process.cmd:
                 process.cmd = _cmdline(pid)  # spark-class execs the JVM in the same process
-            process.cpu = _cpu(stat)
+            process.cpu = stat_cpu(stat)
             if "java" in process.cmd.split(" ", 1)[0]:
                 for tid in os.listdir(f"/proc/{pid}/task"):
                     text = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
-                    process.thread_names[tid] = text[text.index("(") + 1:text.rindex(")")]
-                    process.threads[tid] = _cpu(text)
+                    process.threads[tid] = (text[text.index("(") + 1:text.rindex(")")], stat_cpu(text))
         except (OSError, IndexError, ValueError):
             pass  # ended meanwhile
 
@@ -231,8 +224,8 @@ def report(pytest_args: list[str], own_cpu: Path) -> int:
             modules[f"({kind}, shared)"] += process.cpu
         else:
             modules[process.test_module or "(no test: started outside one)"] += process.cpu
-        for tid, cpu in process.threads.items():
-            threads[(kind.split(":")[0], thread_group(process.thread_names[tid]))] += cpu
+        for name, cpu in process.threads.values():
+            threads[(kind.split(":")[0], thread_group(name))] += cpu
     print(f"\npytest exited {code} after {wall:.1f} s; {total:,.0f} CPU-seconds sampled over {len(processes)} "
           f"processes ({total / wall:.2f} cores busy on average of {os.cpu_count()})\n")
     print(table("process kind", kinds, total), "\n")

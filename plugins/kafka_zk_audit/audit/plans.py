@@ -45,6 +45,10 @@ def _java_class(jvm: Any, name: str) -> Any:
     return found
 
 
+# the most items java.util.List.of takes one by one (more go as an array: py4j passes no varargs)
+_LIST_OF_MAX = 10
+
+
 class _Catalyst:
     """The JVM classes the steps build, of one classic session."""
 
@@ -114,8 +118,6 @@ class _Catalyst:
         return self._joins[key]
 
 
-# the most items java.util.List.of takes one by one (more go as an array: py4j passes no varargs)
-_LIST_OF_MAX = 10
 _JOINS = {"left": "LEFT OUTER", "inner": "INNER", "right": "RIGHT OUTER", "full": "FULL OUTER",
           "left_semi": "LEFT SEMI", "left_anti": "LEFT ANTI"}
 _SESSIONS: weakref.WeakKeyDictionary[Any, _Catalyst | None] = weakref.WeakKeyDictionary()
