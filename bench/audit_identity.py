@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/audit_identity.py snapshots WAREHOUSE          # once: a real ZooKeeper, the simulator
     .venv/bin/python bench/audit_identity.py audit WAREHOUSE OUT [TREE]   # with TREE's plugins/ (default: this one)
-    .venv/bin/python bench/audit_identity.py compare OUT_A OUT_B
+    .venv/bin/python bench/audit_identity.py compare OUT_A OUT_B [--shared-fields]
 
 ``snapshots`` writes, in chroots of a private ZooKeeper on 127.0.0.1, the demo cluster (``scripts/demo.sh``'s shape
 and plants) in every era of the simulator, and the batch-equivalence scenario of ``tests/audit/test_batch.py`` (three
@@ -10,7 +10,9 @@ clusters, their problems planted between two snapshots), and snapshots them into
 what to audit). ``audit`` copies WAREHOUSE's snapshots to OUT and audits them in one in-process session as the app
 would: the demo snapshots in one batch, the scenario's first snapshots, then its second ones with the first as
 baselines. ``compare`` reads every table both wrote (normalized, audit tables, findings, readiness, drift) and each
-``audit.json`` and readiness report (without times), and prints every difference; exit 1 on any.
+``audit.json`` and readiness report (without times), and prints every difference; exit 1 on any. With
+``--shared-fields`` it compares what both trees know: a column, or a key of a report, that only one tree writes (a
+check added since the other tree) is named once and left out of every row.
 """
 
 from __future__ import annotations
@@ -131,8 +133,39 @@ def written(root: Path) -> dict[str, Any]:
     return found
 
 
-def compare(first: Path, second: Path) -> int:
+def shared_fields(a: dict[str, Any], b: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], set[str]]:
+    """``a`` and ``b`` (``written``) restricted to the fields both have: each table's columns and each report's keys
+    (at every depth) that appear on both sides; returns the fields left out, as ``table: column`` or ``report: key``."""
+    left_out: set[str] = set()
+
+    def table(name: str, left: list[str], right: list[str]) -> tuple[list[str], list[str]]:
+        rows_a, rows_b = [json.loads(r) for r in left], [json.loads(r) for r in right]
+        columns_a = set().union(*(r.keys() for r in rows_a)) if rows_a else set()
+        columns_b = set().union(*(r.keys() for r in rows_b)) if rows_b else set()
+        keep = columns_a & columns_b if rows_a and rows_b else columns_a | columns_b
+        left_out.update(f"{name.split('/snapshot_id=')[0]}: {c}" for c in (columns_a | columns_b) - keep)
+        return ([json.dumps({k: v for k, v in r.items() if k in keep}, sort_keys=True) for r in rows]
+                for rows in (rows_a, rows_b))
+
+    def report(name: str, left: Any, right: Any) -> tuple[Any, Any]:
+        if not (isinstance(left, dict) and isinstance(right, dict)):
+            return left, right
+        left_out.update(f"{name.rsplit('/', 1)[-1]}: {k}" for k in set(left) ^ set(right))
+        pairs = {k: report(name, left[k], right[k]) for k in set(left) & set(right)}
+        return {k: v[0] for k, v in pairs.items()}, {k: v[1] for k, v in pairs.items()}
+
+    out_a, out_b = dict(a), dict(b)
+    for key in set(a) & set(b):
+        pair = table if isinstance(a[key], list) and isinstance(b[key], list) else report
+        out_a[key], out_b[key] = pair(key, a[key], b[key])
+    return out_a, out_b, left_out
+
+
+def compare(first: Path, second: Path, shared: bool = False) -> int:
     a, b = written(first), written(second)
+    if shared:
+        a, b, left_out = shared_fields(a, b)
+        print(f"left out, written by one tree only: {', '.join(sorted(left_out)) or 'nothing'}")
     differences = 0
     for key in sorted(set(a) | set(b)):
         if a.get(key) != b.get(key):
@@ -159,7 +192,7 @@ def main() -> int:
             return subprocess_audit(root, out, env)
         audit(root, out)
     elif command == "compare":
-        return compare(Path(rest[0]), Path(rest[1]))
+        return compare(Path(rest[0]), Path(rest[1]), shared="--shared-fields" in rest[2:])
     else:
         raise SystemExit(__doc__)
     return 0
