@@ -165,6 +165,14 @@ def _tree(path: Path) -> ast.Module | None:
     return ast.parse(path.read_text()) if path.is_file() else None
 
 
+@functools.cache
+def _nodes(tree: ast.Module) -> tuple[list[ast.FunctionDef | ast.AsyncFunctionDef], list[ast.ImportFrom]]:
+    """A module's functions and ``from`` imports, at any depth: one walk of its tree."""
+    nodes = list(ast.walk(tree))
+    return ([node for node in nodes if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))],
+            [node for node in nodes if isinstance(node, ast.ImportFrom)])
+
+
 def _arguments(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return {arg.arg for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)}
 
@@ -176,8 +184,7 @@ def _parameters(module: str) -> frozenset[str]:
     tree = _tree(REPO / module)
     if tree is None:
         return frozenset()
-    return frozenset(name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                     for name in _arguments(node))
+    return frozenset(name for node in _nodes(tree)[0] for name in _arguments(node))
 
 
 def shared_run_of(module: str) -> str | None:
@@ -187,9 +194,11 @@ def shared_run_of(module: str) -> str | None:
     return runs[0] if runs else None
 
 
+@functools.cache
 def _fixtures(tree: ast.Module) -> dict[str, set[str]]:
-    """The fixtures a module defines, with the fixtures each takes."""
-    return {node.name: _arguments(node) for node in ast.walk(tree)
+    """The fixtures a module defines, with the fixtures each takes (read once per file: a conftest's for every module
+    below it)."""
+    return {node.name: _arguments(node) for node in _nodes(tree)[0]
             if isinstance(node, ast.FunctionDef) and any("fixture" in ast.unparse(d) for d in node.decorator_list)}
 
 
@@ -202,8 +211,8 @@ def spark_fixtures(module: str, _importers: frozenset[str] = frozenset()) -> fro
     if tree is None or module in _importers:  # test modules may import from each other
         return frozenset({"spark"})
     found = {"spark"}
-    for node in ast.walk(tree):  # fixtures imported from other test modules
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tests."):
+    for node in _nodes(tree)[1]:  # fixtures imported from other test modules
+        if (node.module or "").startswith("tests."):
             source = node.module.replace(".", "/") + ".py"
             found |= {alias.name for alias in node.names} & spark_fixtures(source, _importers | {module})
     fixtures = _fixtures(tree)
