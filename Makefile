@@ -5,9 +5,9 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export GX_ANALYTICS_ENABLED := false
 export SPARK_LOCAL_IP := 127.0.0.1
 # Python's default, whatever the shell says: each module compiled once into its __pycache__ (gitignored), not again in
-# every process. `make test` starts about 470 processes, most of them Python importing this checkout's modules; with
-# PYTHONDONTWRITEBYTECODE set each compiled them from source, and each pytest worker rewrote the 144 test modules' asserts
-# again (collection 9.4 -> 5.8 s per worker). pip compiles the venv's packages at install either way.
+# every process. `make test` starts about 160 Python processes; with PYTHONDONTWRITEBYTECODE set, each compiled the
+# checkout's modules it imports from source, and each pytest worker rewrote the asserts of the 144 test modules again
+# (its collection 9.4 -> 5.8 s). pip compiles the venv's packages at install either way. (engineering-notes.md)
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup demo test lint unit coverage bench bench-load suites docs clean
