@@ -6,8 +6,8 @@ export GX_ANALYTICS_ENABLED := false
 export SPARK_LOCAL_IP := 127.0.0.1
 # Python's default, whatever the shell says: each module compiled once into its __pycache__ (gitignored), not again in
 # every process. `make test` starts about 160 Python processes; with PYTHONDONTWRITEBYTECODE set, each compiled the
-# checkout's modules it imports from source, and each pytest worker rewrote the asserts of the 144 test modules again
-# (its collection 9.4 -> 5.8 s). pip compiles the venv's packages at install either way. (engineering-notes.md)
+# checkout's modules it imports from source, and each pytest worker rewrote the asserts of the 144 files pytest
+# rewrites (its collection 9.4 -> 5.8 s). pip compiles the venv's packages at install either way. (engineering-notes.md)
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup demo test lint unit coverage bench bench-load suites docs clean
