@@ -12,7 +12,7 @@ import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from kazoo.client import KazooClient
@@ -165,12 +165,17 @@ def _tree(path: Path) -> ast.Module | None:
     return ast.parse(path.read_text()) if path.is_file() else None
 
 
+class _Definitions(NamedTuple):
+    functions: list[ast.FunctionDef | ast.AsyncFunctionDef]
+    imports: list[ast.ImportFrom]
+
+
 @functools.cache
-def _nodes(tree: ast.Module) -> tuple[list[ast.FunctionDef | ast.AsyncFunctionDef], list[ast.ImportFrom]]:
+def _definitions(tree: ast.Module) -> _Definitions:
     """A module's functions and ``from`` imports, at any depth: one walk of its tree."""
     nodes = list(ast.walk(tree))
-    return ([node for node in nodes if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))],
-            [node for node in nodes if isinstance(node, ast.ImportFrom)])
+    return _Definitions([node for node in nodes if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))],
+                        [node for node in nodes if isinstance(node, ast.ImportFrom)])
 
 
 def _arguments(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
@@ -184,7 +189,7 @@ def _parameters(module: str) -> frozenset[str]:
     tree = _tree(REPO / module)
     if tree is None:
         return frozenset()
-    return frozenset(name for node in _nodes(tree)[0] for name in _arguments(node))
+    return frozenset(name for node in _definitions(tree).functions for name in _arguments(node))
 
 
 def shared_run_of(module: str) -> str | None:
@@ -198,7 +203,7 @@ def shared_run_of(module: str) -> str | None:
 def _fixtures(tree: ast.Module) -> dict[str, set[str]]:
     """The fixtures a module defines, with the fixtures each takes (read once per file: a conftest's for every module
     below it)."""
-    return {node.name: _arguments(node) for node in _nodes(tree)[0]
+    return {node.name: _arguments(node) for node in _definitions(tree).functions
             if isinstance(node, ast.FunctionDef) and any("fixture" in ast.unparse(d) for d in node.decorator_list)}
 
 
@@ -211,7 +216,7 @@ def spark_fixtures(module: str, _importers: frozenset[str] = frozenset()) -> fro
     if tree is None or module in _importers:  # test modules may import from each other
         return frozenset({"spark"})
     found = {"spark"}
-    for node in _nodes(tree)[1]:  # fixtures imported from other test modules
+    for node in _definitions(tree).imports:  # fixtures imported from other test modules
         if (node.module or "").startswith("tests."):
             source = node.module.replace(".", "/") + ".py"
             found |= {alias.name for alias in node.names} & spark_fixtures(source, _importers | {module})
